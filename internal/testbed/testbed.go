@@ -1,0 +1,49 @@
+// Package testbed gives tests the addresses of the real PostgreSQL and Kafka
+// that scripts/devenv starts. A test that needs a service asks for it here:
+// when the service's variable is unset the test is skipped with one line
+// saying how to run it, unless OUTBOXRELAY_REQUIRE_SERVICES=1 (make test, CI),
+// in which case it fails, so a broken bed can never pass as "all skipped".
+package testbed
+
+import (
+	"os"
+	"testing"
+)
+
+// Environment variables printed by `scripts/devenv env`.
+const (
+	EnvPostgresURL  = "OUTBOXRELAY_TEST_PG_URL"
+	EnvKafkaBrokers = "OUTBOXRELAY_TEST_KAFKA_BROKERS"
+	EnvRequire      = "OUTBOXRELAY_REQUIRE_SERVICES"
+)
+
+const howTo = "start the bed with `eval \"$(scripts/devenv up)\"` or run `make test`"
+
+// Postgres returns the superuser DSN of the bed's PostgreSQL.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvPostgresURL, "PostgreSQL")
+}
+
+// KafkaBrokers returns the bed's Kafka bootstrap address (host:port).
+func KafkaBrokers(t testing.TB) string {
+	t.Helper()
+	return lookup(t, EnvKafkaBrokers, "Kafka")
+}
+
+// Required reports whether service tests must run (and fail when the
+// services are missing) instead of being skipped.
+func Required() bool { return os.Getenv(EnvRequire) == "1" }
+
+func lookup(t testing.TB, name, what string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v != "" {
+		return v
+	}
+	if Required() {
+		t.Fatalf("%s is required (%s=1) but %s is unset: %s", what, EnvRequire, name, howTo)
+	}
+	t.Skipf("skipping: needs %s (%s unset); %s", what, name, howTo)
+	return ""
+}
