@@ -1,0 +1,529 @@
+package router
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// EventRouterClass is the transforms.<alias>.type value of Debezium's outbox
+// EventRouter, the only transformation outboxrelay runs.
+const EventRouterClass = "io.debezium.transforms.outbox.EventRouter"
+
+// Converter class names accepted in key.converter and value.converter.
+const (
+	StringConverterClass       = "org.apache.kafka.connect.storage.StringConverter"
+	JSONConverterClass         = "org.apache.kafka.connect.json.JsonConverter"
+	SimpleHeaderConverterClass = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+)
+
+// Converter is how a record key or value is serialized, as Kafka Connect's
+// converter of the same name would.
+type Converter int
+
+const (
+	// ConverterDefault picks outboxrelay's default: StringConverter for keys
+	// and JsonConverter without schemas for values, which is what the outbox
+	// examples consume.
+	ConverterDefault Converter = iota
+	// ConverterString is StringConverter: the value's text in UTF-8.
+	ConverterString
+	// ConverterJSON is JsonConverter with schemas.enable=false.
+	ConverterJSON
+	// ConverterJSONWithSchema is JsonConverter with schemas.enable=true
+	// (Connect's own default for JsonConverter): {"schema":…,"payload":…}.
+	ConverterJSONWithSchema
+)
+
+func (c Converter) String() string {
+	switch c {
+	case ConverterString:
+		return "StringConverter"
+	case ConverterJSON:
+		return "JsonConverter (schemas.enable=false)"
+	case ConverterJSONWithSchema:
+		return "JsonConverter (schemas.enable=true)"
+	}
+	return "default"
+}
+
+// Option names under transforms.<alias>., as Debezium spells them.
+const (
+	optType               = "type"
+	optEventID            = "table.field.event.id"
+	optEventKey           = "table.field.event.key"
+	optEventType          = "table.field.event.type"
+	optPayload            = "table.field.event.payload"
+	optTimestamp          = "table.field.event.timestamp"
+	optPlacement          = "table.fields.additional.placement"
+	optMissing            = "table.field.additional.missing"
+	optMissingOld         = "table.fields.additional.error.on.missing"
+	optExpand             = "table.expand.json.payload"
+	optNullBehavior       = "table.json.payload.null.behavior"
+	optRouteBy            = "route.by.field"
+	optRouteRegex         = "route.topic.regex"
+	optRouteReplacement   = "route.topic.replacement"
+	optTombstone          = "route.tombstone.on.empty.payload"
+	optOpInvalid          = "table.op.invalid.behavior"
+	optTracingField       = "tracing.span.context.field"
+	optTracingOperation   = "tracing.operation.name"
+	optTracingContextOnly = "tracing.with.context.field.only"
+	optSchemaVersion      = "table.field.event.schema.version"
+)
+
+// Config is the EventRouter configuration plus the converter and connector
+// keys that shape the records. Build it with ParseConfig from the connector
+// JSON, or fill it directly; the zero value of every field means the
+// default that Validate fills in.
+type Config struct {
+	// Alias is the transform's alias in `transforms`; it only names keys in
+	// messages (transforms.<Alias>.route.by.field).
+	Alias string
+
+	EventIDField   string // table.field.event.id, default "id"
+	EventKeyField  string // table.field.event.key, default "aggregateid"
+	EventTypeField string // table.field.event.type, default "type"; unused, as in Debezium 3.x
+	PayloadField   string // table.field.event.payload, default "payload"
+	// TimestampField is table.field.event.timestamp: a timestamp,
+	// timestamptz or bigint epoch-ms column for the record timestamp. Empty
+	// means the transaction's commit time.
+	TimestampField string
+	// AdditionalPlacement is table.fields.additional.placement in Debezium's
+	// syntax: "col:header|envelope|partition[:alias]", comma separated.
+	AdditionalPlacement string
+	// AdditionalMissing is table.field.additional.missing: "error" (default)
+	// or "ignore" a placement column that the row lacks.
+	AdditionalMissing string
+	// ExpandJSONPayload is table.expand.json.payload (default false).
+	ExpandJSONPayload bool
+	// JSONPayloadNullBehavior is table.json.payload.null.behavior: "ignore"
+	// (default) or "optional_bytes". Expansion keeps JSON nulls either way;
+	// the value only changes the inferred schema, as in Debezium.
+	JSONPayloadNullBehavior string
+	RouteByField            string // route.by.field, default "aggregatetype"
+	// RouteTopicRegex is route.topic.regex in Java syntax, matched against
+	// the whole route value; default "(?<routedByValue>.*)".
+	RouteTopicRegex string
+	// RouteTopicReplacement is route.topic.replacement in Java syntax;
+	// default "outbox.event.${routedByValue}".
+	RouteTopicReplacement string
+	// RouteTombstoneOnEmptyPayload is route.tombstone.on.empty.payload.
+	RouteTombstoneOnEmptyPayload bool
+	// OpInvalidBehavior is table.op.invalid.behavior for updates: "warn"
+	// (default), "error" or "fatal".
+	OpInvalidBehavior string
+	// TracingSpanContextField is tracing.span.context.field, default
+	// "tracingspancontext": an optional column with a serialized span
+	// context, forwarded as W3C traceparent/tracestate headers.
+	TracingSpanContextField string
+
+	KeyConverter   Converter // key.converter (+ key.converter.schemas.enable)
+	ValueConverter Converter // value.converter (+ value.converter.schemas.enable)
+	// DecimalHandlingMode is the connector's decimal.handling.mode; it only
+	// decides how a numeric column is written inside JSON ("string": a JSON
+	// string, "double": a JSON number, "precise": see docs/compatibility.md).
+	DecimalHandlingMode string
+	// ExtendedHeaders is extended.headers.enabled; outboxrelay's default is
+	// false (Debezium 3.2.1+ defaults to true).
+	ExtendedHeaders bool
+	// TopicPrefix is topic.prefix, the connector's logical name.
+	TopicPrefix string
+	// RunID is the __debezium.context.runId header value; New makes a random
+	// UUID when it is empty, as each Debezium start does.
+	RunID string
+
+	placements []placement // AdditionalPlacement parsed by Validate
+}
+
+// Placement kinds of table.fields.additional.placement.
+type placementKind int
+
+const (
+	placeHeader placementKind = iota
+	placeEnvelope
+	placePartition
+)
+
+type placement struct {
+	column string
+	kind   placementKind
+	alias  string
+}
+
+// key returns the connector JSON key of an EventRouter option.
+func (c *Config) key(opt string) string {
+	alias := c.Alias
+	if alias == "" {
+		alias = "<alias>"
+	}
+	return "transforms." + alias + "." + opt
+}
+
+// Validate fills in defaults and checks every option, so that a bad
+// configuration fails at start-up rather than on the first row. Each error
+// is a *ConfigError naming the key and what to write instead.
+func (c *Config) Validate() error {
+	defaults := []struct {
+		field *string
+		value string
+	}{
+		{&c.EventIDField, "id"},
+		{&c.EventKeyField, "aggregateid"},
+		{&c.EventTypeField, "type"},
+		{&c.PayloadField, "payload"},
+		{&c.AdditionalMissing, "error"},
+		{&c.JSONPayloadNullBehavior, "ignore"},
+		{&c.RouteByField, "aggregatetype"},
+		{&c.RouteTopicRegex, "(?<routedByValue>.*)"},
+		{&c.RouteTopicReplacement, "outbox.event.${routedByValue}"},
+		{&c.OpInvalidBehavior, "warn"},
+		{&c.TracingSpanContextField, "tracingspancontext"},
+		{&c.DecimalHandlingMode, "precise"},
+	}
+	for _, d := range defaults {
+		*d.field = strings.TrimSpace(*d.field)
+		if *d.field == "" {
+			*d.field = d.value
+		}
+	}
+	if c.KeyConverter == ConverterDefault {
+		c.KeyConverter = ConverterString
+	}
+	if c.ValueConverter == ConverterDefault {
+		c.ValueConverter = ConverterJSON
+	}
+	c.TimestampField = strings.TrimSpace(c.TimestampField)
+
+	var err error
+	if c.AdditionalMissing, err = oneOf(c.key(optMissing), c.AdditionalMissing, "error", "ignore"); err != nil {
+		return err
+	}
+	if c.JSONPayloadNullBehavior, err = oneOf(c.key(optNullBehavior), c.JSONPayloadNullBehavior, "ignore", "optional_bytes"); err != nil {
+		return err
+	}
+	if c.OpInvalidBehavior, err = oneOf(c.key(optOpInvalid), c.OpInvalidBehavior, "warn", "error", "fatal"); err != nil {
+		return err
+	}
+	if c.DecimalHandlingMode, err = oneOf("decimal.handling.mode", c.DecimalHandlingMode, "precise", "double", "string"); err != nil {
+		return err
+	}
+	if _, err := compileTopicRegex(c.RouteTopicRegex, c.RouteTopicReplacement); err != nil {
+		// Both keys are named: the replacement is checked against the
+		// regex's groups.
+		return &ConfigError{Key: c.key(optRouteRegex) + " / " + c.key(optRouteReplacement), Reason: err.Error()}
+	}
+	if c.placements, err = parsePlacements(c.AdditionalPlacement, c.key(optPlacement)); err != nil {
+		return err
+	}
+	// The envelope is a struct: a second field called "payload", or two
+	// fields with one alias, would make Kafka Connect's SchemaBuilder throw
+	// on the first row. Fail at start-up instead.
+	seen := map[string]bool{"payload": true}
+	for _, p := range c.placements {
+		if p.kind != placeEnvelope {
+			continue
+		}
+		if seen[p.alias] {
+			return &ConfigError{Key: c.key(optPlacement), Reason: fmt.Sprintf("envelope field %q appears twice (\"payload\" is taken by the payload); give it another alias: %s:envelope:<alias>", p.alias, p.column)}
+		}
+		seen[p.alias] = true
+	}
+	// The context headers carry the logical name; without it they would
+	// be empty, which Debezium cannot produce (topic.prefix is required).
+	if c.ExtendedHeaders && strings.TrimSpace(c.TopicPrefix) == "" {
+		return &ConfigError{Key: "topic.prefix", Reason: "required when extended.headers.enabled=true (it is the __debezium.context.connectorLogicalName header); set it to the connector's logical name"}
+	}
+	return nil
+}
+
+// oneOf lower-cases value and checks it against the allowed values, which
+// Debezium matches case-insensitively.
+func oneOf(key, value string, allowed ...string) (string, error) {
+	v := strings.ToLower(strings.TrimSpace(value))
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", &ConfigError{Key: key, Reason: fmt.Sprintf("%q is not a valid value; write one of %s", value, strings.Join(allowed, ", "))}
+}
+
+// parsePlacements parses "col:placement[:alias]" entries. Debezium only
+// finds an unknown placement when the first row arrives; it is a start-up
+// error here.
+func parsePlacements(s, key string) ([]placement, error) {
+	var out []placement
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		parts := strings.Split(entry, ":")
+		for i := range parts {
+			parts[i] = strings.TrimSpace(parts[i])
+		}
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+			return nil, &ConfigError{Key: key, Reason: fmt.Sprintf("entry %q is not column:placement[:alias]; write for example event_type:header:eventType", entry)}
+		}
+		p := placement{column: parts[0], alias: parts[0]}
+		switch strings.ToLower(parts[1]) {
+		case "header":
+			p.kind = placeHeader
+		case "envelope":
+			p.kind = placeEnvelope
+		case "partition":
+			p.kind = placePartition
+		default:
+			return nil, &ConfigError{Key: key, Reason: fmt.Sprintf("entry %q has the unknown placement %q; write header, envelope or partition", entry, parts[1])}
+		}
+		if len(parts) == 3 {
+			if parts[2] == "" {
+				return nil, &ConfigError{Key: key, Reason: fmt.Sprintf("entry %q has an empty alias; drop the last ':' to use the column name", entry)}
+			}
+			p.alias = parts[2]
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ParseConfig reads the router's part of a Kafka Connect connector
+// configuration (the "config" object, every value as a string) and
+// validates it. Keys of other components (database.*, slot.name, …) are
+// left alone; a transforms.* key the router does not know gives a warning,
+// as do keys Debezium accepts but outboxrelay ignores.
+func ParseConfig(m map[string]string) (Config, []string, error) {
+	var cfg Config
+	var warnings []string
+	alias, err := findEventRouter(m)
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.Alias = alias
+	prefix := "transforms." + alias + "."
+
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if strings.HasPrefix(k, "transforms.") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys) // deterministic warnings
+
+	var newMissing, oldMissing string
+	for _, k := range keys {
+		v := m[k]
+		opt, ours := strings.CutPrefix(k, prefix)
+		if !ours {
+			if !isListedAlias(m["transforms"], k) {
+				warnings = append(warnings, fmt.Sprintf("%s: ignored, its alias is not listed in transforms", k))
+			}
+			continue
+		}
+		target := cfg.stringOption(opt)
+		switch {
+		case target != nil:
+			*target = v
+		case opt == optType:
+		case opt == optExpand:
+			err = parseBool(k, v, &cfg.ExpandJSONPayload)
+		case opt == optTombstone:
+			err = parseBool(k, v, &cfg.RouteTombstoneOnEmptyPayload)
+		case opt == optMissing:
+			newMissing = v
+		case opt == optMissingOld:
+			oldMissing = v
+		case opt == "predicate" || opt == "negate":
+			// Ignoring a predicate would route rows the user meant to skip.
+			return cfg, nil, &ConfigError{Key: k, Reason: "predicates are not supported; filter rows in the publication or remove the predicate"}
+		case opt == "debezium.op.invalid.behavior" || opt == "table.field.event.payload.id":
+			warnings = append(warnings, fmt.Sprintf("%s: removed from Debezium, ignored", k))
+		case opt == optTracingOperation || opt == optTracingContextOnly:
+			warnings = append(warnings, fmt.Sprintf("%s: ignored; outboxrelay forwards the row's span context and starts no span of its own", k))
+		case opt == optSchemaVersion:
+			warnings = append(warnings, fmt.Sprintf("%s: not supported, ignored; JsonConverter schemas carry no version", k))
+		default:
+			warnings = append(warnings, fmt.Sprintf("%s: unknown EventRouter option, ignored", k))
+		}
+		if err != nil {
+			return cfg, nil, err
+		}
+	}
+	if cfg.AdditionalMissing, err = resolveMissing(&cfg, newMissing, oldMissing, &warnings); err != nil {
+		return cfg, nil, err
+	}
+	if err := parseConverters(&cfg, m, &warnings); err != nil {
+		return cfg, nil, err
+	}
+	if v, ok := m["extended.headers.enabled"]; ok {
+		if err := parseBool("extended.headers.enabled", v, &cfg.ExtendedHeaders); err != nil {
+			return cfg, nil, err
+		}
+	}
+	cfg.TopicPrefix = m["topic.prefix"]
+	cfg.DecimalHandlingMode = m["decimal.handling.mode"]
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, warnings, nil
+}
+
+// stringOption returns the Config field that holds a string option, or nil.
+func (c *Config) stringOption(opt string) *string {
+	switch opt {
+	case optEventID:
+		return &c.EventIDField
+	case optEventKey:
+		return &c.EventKeyField
+	case optEventType:
+		return &c.EventTypeField
+	case optPayload:
+		return &c.PayloadField
+	case optTimestamp:
+		return &c.TimestampField
+	case optPlacement:
+		return &c.AdditionalPlacement
+	case optNullBehavior:
+		return &c.JSONPayloadNullBehavior
+	case optRouteBy:
+		return &c.RouteByField
+	case optRouteRegex:
+		return &c.RouteTopicRegex
+	case optRouteReplacement:
+		return &c.RouteTopicReplacement
+	case optOpInvalid:
+		return &c.OpInvalidBehavior
+	case optTracingField:
+		return &c.TracingSpanContextField
+	}
+	return nil
+}
+
+// findEventRouter returns the alias of the one EventRouter in transforms.
+// Any other transformation is an error: running the chain without it would
+// publish something other than what Kafka Connect would.
+func findEventRouter(m map[string]string) (string, error) {
+	var found string
+	for _, alias := range strings.Split(m["transforms"], ",") {
+		alias = strings.TrimSpace(alias)
+		if alias == "" {
+			continue
+		}
+		typ := strings.TrimSpace(m["transforms."+alias+".type"])
+		switch {
+		case typ == EventRouterClass && found == "":
+			found = alias
+		case typ == EventRouterClass:
+			return "", &ConfigError{Key: "transforms", Reason: fmt.Sprintf("both %q and %q are EventRouters; keep one", found, alias)}
+		case typ == "":
+			return "", &ConfigError{Key: "transforms." + alias + ".type", Reason: "missing; set it to " + EventRouterClass}
+		default:
+			return "", &ConfigError{Key: "transforms." + alias + ".type", Reason: fmt.Sprintf("%s is not supported: outboxrelay runs only %s; remove %q from transforms", typ, EventRouterClass, alias)}
+		}
+	}
+	if found == "" {
+		return "", &ConfigError{Key: "transforms", Reason: "no EventRouter configured; set transforms=outbox and transforms.outbox.type=" + EventRouterClass}
+	}
+	return found, nil
+}
+
+// isListedAlias reports whether key belongs to an alias listed in
+// transforms (that is, to a transform findEventRouter has checked).
+func isListedAlias(transforms, key string) bool {
+	for _, alias := range strings.Split(transforms, ",") {
+		if a := strings.TrimSpace(alias); a != "" && strings.HasPrefix(key, "transforms."+a+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveMissing merges table.field.additional.missing with the key it
+// replaced, table.fields.additional.error.on.missing (true/false).
+func resolveMissing(c *Config, newValue, oldValue string, warnings *[]string) (string, error) {
+	if oldValue == "" {
+		return newValue, nil
+	}
+	var errorOnMissing bool
+	if err := parseBool(c.key(optMissingOld), oldValue, &errorOnMissing); err != nil {
+		return "", err
+	}
+	if newValue != "" {
+		*warnings = append(*warnings, fmt.Sprintf("%s is ignored because %s is set", c.key(optMissingOld), c.key(optMissing)))
+		return newValue, nil
+	}
+	if errorOnMissing {
+		return "error", nil
+	}
+	return "ignore", nil
+}
+
+func parseConverters(c *Config, m map[string]string, warnings *[]string) error {
+	var err error
+	if c.KeyConverter, err = parseConverter(m, "key.converter", warnings); err != nil {
+		return err
+	}
+	if c.ValueConverter, err = parseConverter(m, "value.converter", warnings); err != nil {
+		return err
+	}
+	if hc := strings.TrimSpace(m["header.converter"]); hc != "" && hc != SimpleHeaderConverterClass {
+		return &ConfigError{Key: "header.converter", Reason: fmt.Sprintf("%s is not supported; remove the key or set it to %s", hc, SimpleHeaderConverterClass)}
+	}
+	return nil
+}
+
+// parseConverter reads key.converter or value.converter with its
+// schemas.enable. JsonConverter's schemas.enable defaults to true, as in
+// Kafka Connect; with no converter at all outboxrelay's defaults apply
+// (see ConverterDefault), and an explicit schemas.enable still counts for a
+// value, whose default converter is JsonConverter.
+func parseConverter(m map[string]string, key string, warnings *[]string) (Converter, error) {
+	class := strings.TrimSpace(m[key])
+	schemasKey := key + ".schemas.enable"
+	schemasText, schemasSet := m[schemasKey]
+	schemas := true
+	if schemasSet {
+		if err := parseBool(schemasKey, schemasText, &schemas); err != nil {
+			return 0, err
+		}
+	}
+	switch class {
+	case "":
+		if !schemasSet {
+			return ConverterDefault, nil
+		}
+		if key == "key.converter" {
+			*warnings = append(*warnings, schemasKey+" is ignored: key.converter defaults to "+StringConverterClass)
+			return ConverterDefault, nil
+		}
+		if schemas {
+			return ConverterJSONWithSchema, nil
+		}
+		return ConverterJSON, nil
+	case StringConverterClass:
+		if schemasSet {
+			*warnings = append(*warnings, schemasKey+" is ignored: StringConverter has no schemas")
+		}
+		return ConverterString, nil
+	case JSONConverterClass:
+		if schemas {
+			return ConverterJSONWithSchema, nil
+		}
+		return ConverterJSON, nil
+	}
+	return 0, &ConfigError{Key: key, Reason: fmt.Sprintf("%s is not supported; write %s or %s", class, StringConverterClass, JSONConverterClass)}
+}
+
+// parseBool parses a boolean the way Kafka's ConfigDef does: "true" or
+// "false", any case, surrounding spaces ignored.
+func parseBool(key, v string, dst *bool) error {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		return &ConfigError{Key: key, Reason: fmt.Sprintf("%q is not a boolean; write true or false", v)}
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+)
+
+// connectSchema is a Kafka Connect schema as JsonConverter writes it in the
+// "schema" half of {"schema":…,"payload":…}.
+type connectSchema struct {
+	typ      string // boolean, int16, int32, int64, float, double, string, bytes, array, struct
+	optional bool
+	name     string
+	version  int // 0 = none
+	fields   []schemaField
+	items    *connectSchema
+}
+
+type schemaField struct {
+	name   string
+	schema *connectSchema
+}
+
+// columnSchema is the schema Debezium's PostgreSQL connector gives a
+// column of the type.
+func columnSchema(oid uint32, optional bool, decimalMode string) *connectSchema {
+	s := &connectSchema{typ: "string", optional: optional}
+	switch oid {
+	case oidBool:
+		s.typ = "boolean"
+	case oidInt2:
+		s.typ = "int16"
+	case oidInt4:
+		s.typ = "int32"
+	case oidInt8, oidOID:
+		s.typ = "int64"
+	case oidFloat4:
+		s.typ = "float"
+	case oidFloat8:
+		s.typ = "double"
+	case oidNumeric:
+		if decimalMode == "double" {
+			s.typ = "double"
+		}
+	case oidBytea:
+		s.typ = "bytes"
+	case oidUUID:
+		s.name, s.version = "io.debezium.data.Uuid", 1
+	case oidJSON, oidJSONB:
+		s.name, s.version = "io.debezium.data.Json", 1
+	case oidXML:
+		s.name, s.version = "io.debezium.data.Xml", 1
+	}
+	return s
+}
+
+// appendSchema appends s in JsonConverter's layout: type, the struct fields
+// or array items, optional, name, version, and "field" last when the schema
+// is a struct field.
+func appendSchema(dst []byte, s *connectSchema, field string) []byte {
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, s.typ...)
+	dst = append(dst, '"')
+	switch s.typ {
+	case "struct":
+		dst = append(dst, `,"fields":[`...)
+		for i, f := range s.fields {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendSchema(dst, f.schema, f.name)
+		}
+		dst = append(dst, ']')
+	case "array":
+		dst = append(dst, `,"items":`...)
+		dst = appendSchema(dst, s.items, "")
+	}
+	dst = append(dst, `,"optional":`...)
+	dst = strconv.AppendBool(dst, s.optional)
+	if s.name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, []byte(s.name))
+	}
+	if s.version != 0 {
+		dst = append(dst, `,"version":`...)
+		dst = strconv.AppendInt(dst, int64(s.version), 10)
+	}
+	if field != "" {
+		dst = append(dst, `,"field":`...)
+		dst = appendJSONString(dst, []byte(field))
+	}
+	return append(dst, '}')
+}
+
+// jsonNode is a parsed JSON value with object keys in document order,
+// which a Go map would lose.
+type jsonNode struct {
+	kind   byte // '{', '[', '"', 'n' (number), 'b' (boolean), '0' (null)
+	number string
+	keys   []string
+	elems  []jsonNode
+}
+
+func parseJSONTree(src []byte) (jsonNode, error) {
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.UseNumber()
+	n, err := readNode(dec)
+	if err != nil {
+		return n, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return n, errors.New("trailing data after the JSON value")
+	}
+	return n, nil
+}
+
+func readNode(dec *json.Decoder) (jsonNode, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonNode{}, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		n := jsonNode{kind: byte(t)}
+		for dec.More() {
+			if t == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return n, err
+				}
+				n.keys = append(n.keys, k.(string))
+			}
+			e, err := readNode(dec)
+			if err != nil {
+				return n, err
+			}
+			n.elems = append(n.elems, e)
+		}
+		_, err := dec.Token() // the closing delimiter
+		return n, err
+	case string:
+		return jsonNode{kind: '"'}, nil
+	case json.Number:
+		return jsonNode{kind: 'n', number: string(t)}, nil
+	case bool:
+		return jsonNode{kind: 'b'}, nil
+	}
+	return jsonNode{kind: '0'}, nil
+}
+
+// schemaInference reproduces Debezium's JsonSchemaData.toConnectSchema,
+// which infers the Connect schema of an expanded payload.
+type schemaInference struct {
+	nullAsBytes bool // table.json.payload.null.behavior=optional_bytes
+}
+
+// infer returns the schema of n, or nil when Debezium leaves the field out
+// (a null, an empty array). name is the struct name for objects: the
+// payload column's name, then "<parent>.<field>" below it.
+func (in schemaInference) infer(name string, n jsonNode) (*connectSchema, error) {
+	switch n.kind {
+	case '"':
+		return &connectSchema{typ: "string", optional: true}, nil
+	case 'b':
+		return &connectSchema{typ: "boolean", optional: true}, nil
+	case 'n':
+		return &connectSchema{typ: numberType(n.number), optional: true}, nil
+	case '[':
+		if len(n.elems) == 0 {
+			return nil, nil
+		}
+		items, err := in.arrayItems(name, n)
+		if err != nil {
+			return nil, err
+		}
+		return &connectSchema{typ: "array", optional: true, items: items}, nil
+	case '{':
+		s := &connectSchema{typ: "struct", optional: true, name: name}
+		for i, key := range n.keys {
+			fieldName := key
+			if name != "" {
+				fieldName = name + "." + key
+			}
+			fs, err := in.infer(fieldName, n.elems[i])
+			if err != nil {
+				return nil, err
+			}
+			if fs != nil && s.field(key) == nil {
+				s.fields = append(s.fields, schemaField{name: key, schema: fs})
+			}
+		}
+		return s, nil
+	}
+	if in.nullAsBytes {
+		return &connectSchema{typ: "bytes", optional: true}, nil
+	}
+	return nil, nil
+}
+
+// numberType is the Connect type of a JSON number as Jackson reads it: an
+// integer literal that fits in 32 bits is int32, in 64 bits int64,
+// anything else (fractions, exponents, larger integers) double.
+func numberType(lit string) string {
+	for i := 0; i < len(lit); i++ {
+		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
+			return "double"
+		}
+	}
+	v, err := strconv.ParseInt(lit, 10, 64)
+	switch {
+	case err != nil:
+		return "double"
+	case v >= -1<<31 && v < 1<<31:
+		return "int32"
+	}
+	return "int64"
+}
+
+// arrayItems is toConnectSchemaWithCycles: elements must share one JSON
+// type (and one number type); null elements are skipped; the schemas of
+// object elements are merged field by field.
+func (in schemaInference) arrayItems(name string, n jsonNode) (*connectSchema, error) {
+	var sample *jsonNode
+	sampleType := ""
+	for i := range n.elems {
+		e := &n.elems[i]
+		if e.kind == '0' {
+			continue
+		}
+		if sample == nil {
+			sample = e
+		}
+		if e.kind != sample.kind {
+			return nil, fmt.Errorf("array %s mixes JSON types", name)
+		}
+		if e.kind == 'n' {
+			if sampleType == "" {
+				sampleType = numberType(sample.number)
+			}
+			if numberType(e.number) != sampleType {
+				return nil, fmt.Errorf("array %s mixes number types", name)
+			}
+		}
+	}
+	if sample == nil || sample.kind != '{' {
+		var s *connectSchema
+		var err error
+		if sample != nil {
+			s, err = in.infer("", *sample)
+		} else {
+			s, err = in.infer("", jsonNode{kind: '0'})
+		}
+		if err == nil && s == nil {
+			err = fmt.Errorf("array %s has no element with a schema", name)
+		}
+		return s, err
+	}
+	// Debezium merges the distinct element schemas in a HashSet's order;
+	// first appearance is the deterministic stand-in.
+	var merged *connectSchema
+	var distinct []*connectSchema
+	for i := range n.elems {
+		if n.elems[i].kind != '{' {
+			continue
+		}
+		s, err := in.infer(name, n.elems[i])
+		if err != nil {
+			return nil, err
+		}
+		if containsSchema(distinct, s) {
+			continue
+		}
+		distinct = append(distinct, s)
+		merged = mergeSchemas(merged, s)
+	}
+	return merged, nil
+}
+
+func containsSchema(list []*connectSchema, s *connectSchema) bool {
+	for _, l := range list {
+		if reflect.DeepEqual(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeSchemas adds right's new fields to left's; a field already present
+// keeps its schema unless that was the bytes stand-in for null.
+func mergeSchemas(left, right *connectSchema) *connectSchema {
+	if left == nil {
+		return right
+	}
+	out := &connectSchema{typ: left.typ, optional: left.optional, name: left.name, version: left.version}
+	out.fields = append(out.fields, left.fields...)
+	for _, f := range right.fields {
+		i := out.fieldIndex(f.name)
+		switch {
+		case i < 0:
+			out.fields = append(out.fields, f)
+		case out.fields[i].schema.typ == "bytes" && f.schema.typ != "bytes":
+			out.fields[i] = f
+		}
+	}
+	return out
+}
+
+func (s *connectSchema) fieldIndex(name string) int {
+	for i, f := range s.fields {
+		if f.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *connectSchema) field(name string) *schemaField {
+	if i := s.fieldIndex(name); i >= 0 {
+		return &s.fields[i]
+	}
+	return nil
+}
