@@ -1,0 +1,12 @@
+// Package config loads the Debezium connector JSON that users register with
+// Kafka Connect and splits it into the parts of the relay that read it: the
+// router (EventRouter and converters), the PostgreSQL side (connection, slot,
+// publication, snapshot), the Kafka producer, and the relay's own retry and
+// error keys.
+//
+// Loading is pure: no network. It resolves Kafka's config providers
+// (${env:NAME}, ${file:path:key}) because passwords usually come from them,
+// warns once per key that has no effect, and refuses, with what to write
+// instead, every value outboxrelay knows but cannot honour. The one table of
+// known keys (Keys) is also the source of the README's option reference.
+package config

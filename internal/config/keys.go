@@ -1,0 +1,339 @@
+package config
+
+import (
+	"strings"
+)
+
+// Section names a part of the relay that reads a key. A key may feed several
+// sections (topic.prefix names context headers and heartbeat topics).
+type Section uint8
+
+const (
+	SectionRouter   Section = 1 << iota // Config.Router
+	SectionPostgres                     // Config.Postgres
+	SectionKafka                        // Config.Kafka
+	SectionRelay                        // Config.Relay
+)
+
+// String lists the sections, for generated docs: "router+postgres".
+func (s Section) String() string {
+	var parts []string
+	for _, n := range []struct {
+		s    Section
+		name string
+	}{{SectionRouter, "router"}, {SectionPostgres, "postgres"}, {SectionKafka, "kafka"}, {SectionRelay, "relay"}} {
+		if s&n.s != 0 {
+			parts = append(parts, n.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "+")
+}
+
+// Where a key comes from; the README groups keys by it.
+const (
+	OriginDebezium    = "Debezium PostgreSQL connector"
+	OriginEventRouter = "Debezium Outbox EventRouter"
+	OriginConnect     = "Kafka Connect"
+	OriginProducer    = "Kafka producer" // also accepted as producer.<key> and producer.override.<key>
+)
+
+// KeyDoc describes one configuration key outboxrelay knows.
+type KeyDoc struct {
+	// Key is the key as written in the connector JSON. A trailing ".*"
+	// matches every key with that prefix that has no entry of its own;
+	// "<alias>" stands for a transform alias listed in transforms.
+	Key      string
+	Sections Section // maps that receive the key; 0: read by this package only, or no effect
+	Default  string  // "" when there is none
+	Origin   string  // one of the Origin constants
+	Doc      string  // one line: what outboxrelay does with it
+	Secret   bool    // the value is a password or key: redacted and scrubbed
+	Required bool    // Parse fails when the key is missing
+	// Values lists the accepted values; empty means any, and {""} refuses
+	// every non-empty value. Enum values match case-insensitively as in
+	// Kafka's and Debezium's ConfigDefs; Java class names (values with a
+	// dot) match exactly.
+	Values []string
+	// Instead says what to write when the value is not in Values or a
+	// required key is missing.
+	Instead string
+	// NoEffect, when set, marks a key Debezium or Kafka knows but that
+	// changes nothing in outboxrelay; it is why, and the key gets a warning.
+	NoEffect string
+}
+
+// Keys returns the table of known keys, sorted as written (grouped by
+// origin). Each call builds a fresh copy, so callers may keep or change it.
+func Keys() []KeyDoc {
+	return keyTable()
+}
+
+// Class names accepted in connector.class, key.converter, value.converter
+// and header.converter; the router package checks the same names.
+const (
+	postgresConnectorClass     = "io.debezium.connector.postgresql.PostgresConnector"
+	stringConverterClass       = "org.apache.kafka.connect.storage.StringConverter"
+	jsonConverterClass         = "org.apache.kafka.connect.json.JsonConverter"
+	simpleHeaderConverterClass = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+)
+
+// Reasons shared by several no-effect keys.
+const (
+	envelopeOnly  = "it shapes Debezium's change-event envelope, which the EventRouter replaces by the outbox columns"
+	queueTuning   = "it tunes Kafka Connect's task queue; outboxrelay bounds the work in flight itself, in records and bytes"
+	snapshotTune  = "outboxrelay reads the outbox table in the slot's exported snapshot with one query"
+	tableFilter   = "outboxrelay captures exactly the tables of table.include.list"
+	topicNaming   = "the EventRouter picks the topic of every outbox event"
+	noSignals     = "outboxrelay implements neither Debezium signals nor incremental snapshots"
+	removedInV2   = "it was removed in Debezium 2.0"
+	ackedAtOnce   = "outboxrelay confirms each commit to PostgreSQL as soon as Kafka has acknowledged it and everything before it"
+	retryForever  = "outboxrelay retries Kafka sends forever with capped backoff and keeps per-partition order"
+	adminSettings = "outboxrelay creates topics with the producer's connection settings"
+)
+
+func keyTable() []KeyDoc {
+	bools := []string{"true", "false"}
+	return []KeyDoc{
+		// Kafka Connect's connector-level keys.
+		{Key: "name", Origin: OriginConnect, Doc: "connector name; must equal the top-level \"name\" when both are set"},
+		{Key: "connector.class", Origin: OriginConnect, Default: postgresConnectorClass, Doc: "checked only",
+			Values:  []string{postgresConnectorClass},
+			Instead: "outboxrelay replaces Debezium's PostgreSQL connector only; set connector.class=" + postgresConnectorClass},
+		{Key: "tasks.max", Origin: OriginConnect, Default: "1", Doc: "checked only: one slot is read by one task, as in Debezium"},
+		{Key: "transforms", Sections: SectionRouter, Origin: OriginConnect, Doc: "the alias of the one EventRouter, e.g. outbox; checked by the router"},
+		{Key: "transforms.*", Sections: SectionRouter, Origin: OriginEventRouter, Doc: "any other transforms.<alias>.* key; the router warns about the ones it does not know"},
+		{Key: "transforms.<alias>.type", Sections: SectionRouter, Origin: OriginEventRouter, Doc: "must be io.debezium.transforms.outbox.EventRouter"},
+		{Key: "transforms.<alias>.table.field.event.id", Sections: SectionRouter, Origin: OriginEventRouter, Default: "id", Doc: "column sent as the header id"},
+		{Key: "transforms.<alias>.table.field.event.key", Sections: SectionRouter, Origin: OriginEventRouter, Default: "aggregateid", Doc: "column sent as the record key"},
+		{Key: "transforms.<alias>.table.field.event.type", Sections: SectionRouter, Origin: OriginEventRouter, Default: "type", Doc: "checked, unused (as Debezium 3.x); place it with table.fields.additional.placement"},
+		{Key: "transforms.<alias>.table.field.event.payload", Sections: SectionRouter, Origin: OriginEventRouter, Default: "payload", Doc: "column sent as the record value"},
+		{Key: "transforms.<alias>.table.field.event.timestamp", Sections: SectionRouter, Origin: OriginEventRouter, Doc: "column for the record timestamp; unset: processing time"},
+		{Key: "transforms.<alias>.table.fields.additional.placement", Sections: SectionRouter, Origin: OriginEventRouter, Doc: "col:header|envelope|partition[:alias], comma separated"},
+		{Key: "transforms.<alias>.table.field.additional.missing", Sections: SectionRouter, Origin: OriginEventRouter, Default: "error", Doc: "error or ignore a placement column the row lacks"},
+		{Key: "transforms.<alias>.table.fields.additional.error.on.missing", Sections: SectionRouter, Origin: OriginEventRouter, Default: "true", Doc: "older spelling of table.field.additional.missing"},
+		{Key: "transforms.<alias>.table.expand.json.payload", Sections: SectionRouter, Origin: OriginEventRouter, Default: "false", Doc: "send the payload as JSON rather than a JSON string (lossless in outboxrelay)"},
+		{Key: "transforms.<alias>.table.json.payload.null.behavior", Sections: SectionRouter, Origin: OriginEventRouter, Default: "ignore", Doc: "ignore or optional_bytes"},
+		{Key: "transforms.<alias>.route.by.field", Sections: SectionRouter, Origin: OriginEventRouter, Default: "aggregatetype", Doc: "column whose value picks the topic"},
+		{Key: "transforms.<alias>.route.topic.regex", Sections: SectionRouter, Origin: OriginEventRouter, Default: "(?<routedByValue>.*)", Doc: "Java regex matched against the whole route value"},
+		{Key: "transforms.<alias>.route.topic.replacement", Sections: SectionRouter, Origin: OriginEventRouter, Default: "outbox.event.${routedByValue}", Doc: "Java replacement giving the topic (not a config provider)"},
+		{Key: "transforms.<alias>.route.tombstone.on.empty.payload", Sections: SectionRouter, Origin: OriginEventRouter, Default: "false", Doc: "empty or NULL payload: send a tombstone"},
+		{Key: "transforms.<alias>.table.op.invalid.behavior", Sections: SectionRouter, Origin: OriginEventRouter, Default: "warn", Doc: "UPDATE rows: warn, error (both drop the row) or fatal (stop)"},
+		{Key: "transforms.<alias>.tracing.span.context.field", Sections: SectionRouter, Origin: OriginEventRouter, Default: "tracingspancontext", Doc: "column with a span context, sent as W3C trace headers"},
+		{Key: "key.converter", Sections: SectionRouter, Origin: OriginConnect, Default: stringConverterClass,
+			Doc:     "record key serialization (Connect's worker default is JsonConverter; outboxrelay's is StringConverter)",
+			Values:  []string{stringConverterClass, jsonConverterClass},
+			Instead: "outboxrelay writes keys as Connect's StringConverter or JsonConverter; set key.converter=" + stringConverterClass + " or " + jsonConverterClass},
+		{Key: "key.converter.*", Sections: SectionRouter, Origin: OriginConnect, Doc: "key converter options, e.g. key.converter.schemas.enable"},
+		{Key: "value.converter", Sections: SectionRouter, Origin: OriginConnect, Default: jsonConverterClass,
+			Doc:     "record value serialization; JsonConverter with value.converter.schemas.enable=false by default",
+			Values:  []string{stringConverterClass, jsonConverterClass},
+			Instead: "outboxrelay writes values as Connect's StringConverter or JsonConverter; set value.converter=" + jsonConverterClass + " or " + stringConverterClass},
+		{Key: "value.converter.*", Sections: SectionRouter, Origin: OriginConnect, Doc: "value converter options, e.g. value.converter.schemas.enable"},
+		{Key: "header.converter", Sections: SectionRouter, Origin: OriginConnect, Default: simpleHeaderConverterClass,
+			Doc:     "header serialization",
+			Values:  []string{simpleHeaderConverterClass},
+			Instead: "outboxrelay writes headers as Connect's SimpleHeaderConverter; remove header.converter or set it to " + simpleHeaderConverterClass},
+		{Key: "header.converter.*", Sections: SectionRouter, Origin: OriginConnect, Doc: "header converter options"},
+		{Key: "errors.tolerance", Sections: SectionRelay | SectionPostgres, Origin: OriginConnect, Default: "none",
+			Doc: "none: stop on a poison row; all: send it to the dead-letter topic when one is set", Values: []string{"none", "all"}},
+		{Key: "errors.*", Sections: SectionRelay | SectionPostgres, Origin: OriginConnect, Doc: "other error handling keys (errors.retry.timeout, errors.log.enable, ...)"},
+		{Key: "errors.deadletterqueue.*", Sections: SectionKafka, Origin: OriginConnect, Doc: "dead-letter topic: errors.deadletterqueue.topic.name, .topic.replication.factor, .context.headers.enable"},
+		{Key: "topic.creation.default.*", Sections: SectionKafka, Origin: OriginConnect,
+			Doc: "topic.creation.default.partitions and .replication.factor (-1: broker default) create missing topics; other topic configs are passed on"},
+		{Key: "topic.creation.groups", Origin: OriginConnect, NoEffect: "outboxrelay creates every topic with topic.creation.default.*"},
+		{Key: "predicates", Origin: OriginConnect, Doc: "refused: a predicate would skip rows the relay cannot skip",
+			Values: []string{""}, Instead: "outboxrelay does not run predicates; remove predicates and filter rows in the publication instead"},
+		{Key: "predicates.*", Origin: OriginConnect, Doc: "refused with predicates",
+			Values: []string{""}, Instead: "outboxrelay does not run predicates; remove the key"},
+		{Key: "exactly.once.support", Origin: OriginConnect, Default: "requested",
+			Doc: "checked only: the relay is at-least-once, as Connect is without it", Values: []string{"requested"},
+			Instead: "outboxrelay delivers at least once; remove exactly.once.support or set it to requested"},
+		{Key: "transaction.boundary", Origin: OriginConnect, NoEffect: "outboxrelay does not use Kafka transactions (at-least-once, as Connect by default)"},
+		{Key: "config.action.reload", Origin: OriginConnect, NoEffect: "outboxrelay reads its config file once; restart it to apply a change"},
+		{Key: "offset.flush.interval.ms", Origin: OriginConnect, NoEffect: ackedAtOnce},
+		{Key: "offset.flush.timeout.ms", Origin: OriginConnect, NoEffect: ackedAtOnce},
+		{Key: "offsets.storage.topic", Origin: OriginConnect, NoEffect: "outboxrelay keeps its position in the replication slot, not in a Kafka topic"},
+		{Key: "admin.override.*", Origin: OriginConnect, NoEffect: adminSettings},
+		{Key: "consumer.override.*", Origin: OriginConnect, NoEffect: "a source connector has no consumer"},
+
+		// Debezium's PostgreSQL connector.
+		{Key: "topic.prefix", Sections: SectionRouter | SectionPostgres, Origin: OriginDebezium, Required: true,
+			Doc:     "logical name: __debezium.context.connectorLogicalName header and heartbeat topic names",
+			Instead: "Debezium requires it too; set topic.prefix to the connector's logical name, e.g. order_db"},
+		{Key: "database.hostname", Sections: SectionPostgres, Origin: OriginDebezium, Required: true, Doc: "PostgreSQL host",
+			Instead: "set database.hostname to the PostgreSQL host, e.g. 127.0.0.1"},
+		{Key: "database.port", Sections: SectionPostgres, Origin: OriginDebezium, Default: "5432", Doc: "PostgreSQL port"},
+		{Key: "database.user", Sections: SectionPostgres, Origin: OriginDebezium, Required: true, Doc: "role with REPLICATION (or superuser)",
+			Instead: "set database.user to a role with the REPLICATION attribute"},
+		{Key: "database.password", Sections: SectionPostgres, Origin: OriginDebezium, Secret: true, Doc: "password of database.user; use ${env:NAME} or ${file:path:key}"},
+		{Key: "database.dbname", Sections: SectionPostgres, Origin: OriginDebezium, Required: true, Doc: "database holding the outbox table",
+			Instead: "set database.dbname to the database that holds the outbox table"},
+		{Key: "database.sslmode", Sections: SectionPostgres, Origin: OriginDebezium, Default: "prefer", Doc: "TLS mode, as libpq",
+			Values: []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}},
+		{Key: "database.sslrootcert", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "CA certificate file, as libpq sslrootcert"},
+		{Key: "database.sslcert", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "client certificate file, as libpq sslcert"},
+		{Key: "database.sslkey", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "client key file, as libpq sslkey"},
+		{Key: "database.sslpassword", Sections: SectionPostgres, Origin: OriginDebezium, Secret: true, Doc: "password of database.sslkey, as libpq sslpassword"},
+		{Key: "database.*", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "other connection keys (database.tcpKeepAlive, database.initial.statements, ...), read by the replication side"},
+		{Key: "plugin.name", Sections: SectionPostgres, Origin: OriginDebezium, Default: "decoderbufs (Debezium); must be pgoutput", Required: true,
+			Doc:     "logical decoding plugin; only pgoutput",
+			Values:  []string{"pgoutput"},
+			Instead: "outboxrelay decodes only pgoutput; set plugin.name=pgoutput (PostgreSQL 10+ built-in)"},
+		{Key: "slot.name", Sections: SectionPostgres, Origin: OriginDebezium, Default: "debezium", Doc: "replication slot, created when missing, never temporary"},
+		{Key: "slot.drop.on.stop", Sections: SectionPostgres, Origin: OriginDebezium, Default: "false", Doc: "drop the slot on an orderly stop", Values: bools},
+		{Key: "slot.*", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "other slot keys (slot.max.retries, slot.retry.delay.ms, ...)"},
+		{Key: "publication.name", Sections: SectionPostgres, Origin: OriginDebezium, Default: "dbz_publication", Doc: "publication streamed by pgoutput"},
+		{Key: "publication.autocreate.mode", Sections: SectionPostgres, Origin: OriginDebezium, Default: "all_tables",
+			Doc:     "disabled | filtered | all_tables | no_tables, as Debezium",
+			Values:  []string{"disabled", "filtered", "all_tables", "no_tables"},
+			Instead: "write disabled (the publication must exist), filtered, all_tables or no_tables"},
+		{Key: "publication.*", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "other publication keys"},
+		{Key: "table.include.list", Sections: SectionPostgres, Origin: OriginDebezium, Required: true,
+			Doc:     "the outbox table(s): regular expressions on schema.table",
+			Instead: "name the outbox table, e.g. table.include.list=public.outbox"},
+		{Key: "snapshot.mode", Sections: SectionPostgres, Origin: OriginDebezium, Default: "initial",
+			Doc:     "initial | no_data (aliases schema_only, never) | initial_only | always | when_needed",
+			Values:  []string{"initial", "no_data", "schema_only", "never", "initial_only", "always", "when_needed"},
+			Instead: "outboxrelay supports initial, no_data (or its aliases schema_only, never), initial_only, always and when_needed"},
+		{Key: "snapshot.select.statement.overrides", Origin: OriginDebezium, Doc: "refused: it changes which rows an initial snapshot sends",
+			Values: []string{""}, Instead: "outboxrelay snapshots whole outbox tables; remove the key (delete dispatched rows instead)"},
+		{Key: "snapshot.select.statement.overrides.*", Origin: OriginDebezium, Doc: "refused with snapshot.select.statement.overrides",
+			Values: []string{""}, Instead: "outboxrelay snapshots whole outbox tables; remove the key"},
+		{Key: "heartbeat.interval.ms", Sections: SectionPostgres, Origin: OriginDebezium, Default: "0", Doc: "keep the slot moving while the outbox is idle"},
+		{Key: "heartbeat.action.query", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "SQL run on each heartbeat"},
+		{Key: "heartbeat.*", Sections: SectionPostgres, Origin: OriginDebezium, Doc: "other heartbeat keys"},
+		{Key: "topic.heartbeat.prefix", Sections: SectionPostgres, Origin: OriginDebezium, Default: "__debezium-heartbeat", Doc: "heartbeat topic prefix"},
+		{Key: "status.update.interval.ms", Sections: SectionPostgres, Origin: OriginDebezium, Default: "10000", Doc: "longest gap between standby status updates"},
+		{Key: "skipped.operations", Sections: SectionPostgres, Origin: OriginDebezium, Default: "t", Doc: "operations not captured; the router skips updates, deletes and truncates anyway"},
+		{Key: "errors.max.retries", Sections: SectionRelay | SectionPostgres, Origin: OriginDebezium, Default: "-1", Doc: "retries of a transient failure; -1 forever"},
+		{Key: "retriable.restart.connector.wait.ms", Sections: SectionRelay | SectionPostgres, Origin: OriginDebezium, Default: "10000", Doc: "wait before reconnecting after a transient failure"},
+		{Key: "decimal.handling.mode", Sections: SectionRouter, Origin: OriginDebezium, Default: "precise",
+			Doc: "how a numeric column is written inside JSON (envelope placements)", Values: []string{"precise", "double", "string"}},
+		{Key: "extended.headers.enabled", Sections: SectionRouter, Origin: OriginDebezium, Default: "false (Debezium 3.2.1+: true)",
+			Doc: "add the __debezium.context.* headers", Values: bools},
+		{Key: "flush.lsn.source", Origin: OriginDebezium, Default: "true", Doc: "checked only", Values: []string{"true"},
+			Instead: "outboxrelay always confirms the LSN it has delivered; remove flush.lsn.source"},
+		{Key: "time.precision.mode", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "binary.handling.mode", Origin: OriginDebezium, NoEffect: envelopeOnly + "; bytea headers are padded Base64 as SimpleHeaderConverter writes them"},
+		{Key: "hstore.handling.mode", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "interval.handling.mode", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "money.fraction.digits", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "include.unknown.datatypes", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "tombstones.on.delete", Origin: OriginDebezium, NoEffect: "the EventRouter drops deletes; see route.tombstone.on.empty.payload"},
+		{Key: "column.propagate.source.type", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "datatype.propagate.source.type", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "field.name.adjustment.mode", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "schema.name.adjustment.mode", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "unavailable.value.placeholder", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "message.key.columns", Origin: OriginDebezium, NoEffect: "the EventRouter takes the key from table.field.event.key"},
+		{Key: "provide.transaction.metadata", Origin: OriginDebezium, NoEffect: "outboxrelay publishes no transaction metadata topic"},
+		{Key: "converters", Origin: OriginDebezium, NoEffect: "outboxrelay runs no custom value converters; columns are PostgreSQL's text"},
+		{Key: "converters.*", Origin: OriginDebezium, NoEffect: "outboxrelay runs no custom value converters; columns are PostgreSQL's text"},
+		{Key: "post.processors", Origin: OriginDebezium, NoEffect: "outboxrelay runs no post processors"},
+		{Key: "column.*", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "max.batch.size", Origin: OriginDebezium, NoEffect: queueTuning},
+		{Key: "max.queue.size", Origin: OriginDebezium, NoEffect: queueTuning},
+		{Key: "max.queue.size.in.bytes", Origin: OriginDebezium, NoEffect: queueTuning},
+		{Key: "poll.interval.ms", Origin: OriginDebezium, NoEffect: queueTuning},
+		{Key: "snapshot.locking.mode", Origin: OriginDebezium, NoEffect: snapshotTune},
+		{Key: "snapshot.query.mode", Origin: OriginDebezium, NoEffect: snapshotTune},
+		{Key: "snapshot.fetch.size", Origin: OriginDebezium, NoEffect: snapshotTune},
+		{Key: "snapshot.lock.timeout.ms", Origin: OriginDebezium, NoEffect: snapshotTune},
+		{Key: "snapshot.max.threads", Origin: OriginDebezium, NoEffect: snapshotTune},
+		{Key: "snapshot.delay.ms", Origin: OriginDebezium, NoEffect: snapshotTune},
+		{Key: "snapshot.include.collection.list", Origin: OriginDebezium, NoEffect: snapshotTune + " over table.include.list"},
+		{Key: "query.fetch.size", Origin: OriginDebezium, NoEffect: snapshotTune},
+		{Key: "schema.include.list", Origin: OriginDebezium, NoEffect: tableFilter},
+		{Key: "schema.exclude.list", Origin: OriginDebezium, NoEffect: tableFilter},
+		{Key: "table.exclude.list", Origin: OriginDebezium, NoEffect: tableFilter},
+		{Key: "message.prefix.include.list", Origin: OriginDebezium, NoEffect: "logical decoding messages are never outbox events; outboxrelay skips them all"},
+		{Key: "message.prefix.exclude.list", Origin: OriginDebezium, NoEffect: "logical decoding messages are never outbox events; outboxrelay skips them all"},
+		{Key: "skip.messages.without.change", Origin: OriginDebezium, NoEffect: "the EventRouter publishes inserts only"},
+		{Key: "replica.identity.autoset.values", Origin: OriginDebezium, NoEffect: "the outbox table needs no particular replica identity: only inserts are published"},
+		{Key: "xmin.fetch.interval.ms", Origin: OriginDebezium, NoEffect: envelopeOnly},
+		{Key: "event.processing.failure.handling.mode", Origin: OriginDebezium, NoEffect: "outboxrelay never drops a row it cannot decode: it stops with an error naming it"},
+		{Key: "topic.naming.strategy", Origin: OriginDebezium, NoEffect: topicNaming},
+		{Key: "topic.delimiter", Origin: OriginDebezium, NoEffect: topicNaming},
+		{Key: "topic.cache.size", Origin: OriginDebezium, NoEffect: topicNaming},
+		{Key: "topic.transaction", Origin: OriginDebezium, NoEffect: "outboxrelay publishes no transaction metadata topic"},
+		{Key: "signal.data.collection", Origin: OriginDebezium, NoEffect: noSignals},
+		{Key: "signal.enabled.channels", Origin: OriginDebezium, NoEffect: noSignals},
+		{Key: "signal.*", Origin: OriginDebezium, NoEffect: noSignals},
+		{Key: "incremental.snapshot.*", Origin: OriginDebezium, NoEffect: noSignals},
+		{Key: "read.only", Origin: OriginDebezium, NoEffect: noSignals},
+		{Key: "notification.*", Origin: OriginDebezium, NoEffect: "outboxrelay logs its progress instead of sending Debezium notifications"},
+		{Key: "custom.metric.tags", Origin: OriginDebezium, NoEffect: "outboxrelay's metrics carry no custom tags"},
+		{Key: "database.server.name", Origin: OriginDebezium, NoEffect: removedInV2 + "; topic.prefix replaces it"},
+		{Key: "table.whitelist", Origin: OriginDebezium, NoEffect: removedInV2 + "; write table.include.list"},
+		{Key: "table.blacklist", Origin: OriginDebezium, NoEffect: removedInV2 + "; write table.exclude.list"},
+		{Key: "schema.whitelist", Origin: OriginDebezium, NoEffect: removedInV2 + "; write schema.include.list"},
+		{Key: "schema.blacklist", Origin: OriginDebezium, NoEffect: removedInV2 + "; write schema.exclude.list"},
+		{Key: "heartbeat.topics.prefix", Origin: OriginDebezium, NoEffect: removedInV2 + "; write topic.heartbeat.prefix"},
+		{Key: "internal.*", Origin: OriginDebezium, NoEffect: "Debezium's internal keys do not apply to outboxrelay"},
+
+		// Kafka producer keys: plain, producer.<key> or producer.override.<key>.
+		{Key: "bootstrap.servers", Sections: SectionKafka, Origin: OriginProducer,
+			Doc: "Kafka brokers, host:port,...; else --kafka-brokers or KAFKA_BOOTSTRAP_SERVERS"},
+		{Key: "client.id", Sections: SectionKafka, Origin: OriginProducer, Doc: "client id sent to the brokers"},
+		{Key: "acks", Sections: SectionKafka, Origin: OriginProducer, Default: "all", Doc: "checked only: the slot is confirmed after acks=all",
+			Values:  []string{"all", "-1"},
+			Instead: "outboxrelay confirms WAL only after every in-sync replica has a record; remove acks or set acks=all"},
+		{Key: "linger.ms", Sections: SectionKafka, Origin: OriginProducer, Default: "5", Doc: "how long a batch waits for more records (Connect's producer: 0)"},
+		{Key: "batch.size", Sections: SectionKafka, Origin: OriginProducer, Default: "16384", Doc: "batch size in bytes"},
+		{Key: "compression.type", Sections: SectionKafka, Origin: OriginProducer, Default: "none", Doc: "batch compression",
+			Values: []string{"none", "gzip", "snappy", "lz4", "zstd"}},
+		{Key: "max.request.size", Sections: SectionKafka, Origin: OriginProducer, Default: "1048576", Doc: "largest request, hence record, in bytes"},
+		{Key: "request.timeout.ms", Sections: SectionKafka, Origin: OriginProducer, Default: "30000", Doc: "wait for a broker's answer before retrying"},
+		{Key: "security.protocol", Sections: SectionKafka, Origin: OriginProducer, Default: "PLAINTEXT", Doc: "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+			Values: []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}},
+		{Key: "sasl.mechanism", Sections: SectionKafka, Origin: OriginProducer, Default: "GSSAPI (Kafka); set one of the supported",
+			Doc:     "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+			Values:  []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"},
+			Instead: "outboxrelay authenticates with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (not GSSAPI or OAUTHBEARER); set sasl.mechanism to one of them"},
+		{Key: "sasl.jaas.config", Sections: SectionKafka, Origin: OriginProducer, Secret: true,
+			Doc: "username=\"…\" password=\"…\" of the PlainLoginModule or ScramLoginModule"},
+		{Key: "sasl.*", Sections: SectionKafka, Origin: OriginProducer, Doc: "other SASL keys, read by the sink"},
+		{Key: "ssl.truststore.location", Sections: SectionKafka, Origin: OriginProducer, Doc: "trust store (PEM or PKCS12) of the brokers' CA"},
+		{Key: "ssl.truststore.password", Sections: SectionKafka, Origin: OriginProducer, Secret: true, Doc: "trust store password"},
+		{Key: "ssl.truststore.certificates", Sections: SectionKafka, Origin: OriginProducer, Doc: "PEM CA certificates inline"},
+		{Key: "ssl.keystore.location", Sections: SectionKafka, Origin: OriginProducer, Doc: "client key store (PEM or PKCS12)"},
+		{Key: "ssl.keystore.password", Sections: SectionKafka, Origin: OriginProducer, Secret: true, Doc: "key store password"},
+		{Key: "ssl.key.password", Sections: SectionKafka, Origin: OriginProducer, Secret: true, Doc: "password of the private key"},
+		{Key: "ssl.keystore.key", Sections: SectionKafka, Origin: OriginProducer, Secret: true, Doc: "PEM private key inline"},
+		{Key: "ssl.keystore.certificate.chain", Sections: SectionKafka, Origin: OriginProducer, Doc: "PEM client certificate chain inline"},
+		{Key: "ssl.endpoint.identification.algorithm", Sections: SectionKafka, Origin: OriginProducer, Default: "https", Doc: "https: check the broker's host name; empty: do not"},
+		{Key: "ssl.*", Sections: SectionKafka, Origin: OriginProducer, Doc: "other TLS keys, read by the sink"},
+		{Key: "retries", Origin: OriginProducer, NoEffect: retryForever},
+		{Key: "delivery.timeout.ms", Origin: OriginProducer, NoEffect: retryForever},
+		{Key: "retry.backoff.ms", Origin: OriginProducer, NoEffect: retryForever},
+		{Key: "enable.idempotence", Origin: OriginProducer, NoEffect: "outboxrelay sends with acks=all and one request in flight per partition, as Connect's producer does"},
+		{Key: "max.in.flight.requests.per.connection", Origin: OriginProducer, NoEffect: "outboxrelay keeps one request in flight per partition so that order survives retries"},
+		{Key: "buffer.memory", Origin: OriginProducer, NoEffect: "outboxrelay bounds the work in flight itself, in records and bytes"},
+		{Key: "max.block.ms", Origin: OriginProducer, NoEffect: "reading from PostgreSQL pauses while Kafka is slow; nothing blocks a send"},
+		{Key: "key.serializer", Origin: OriginProducer, NoEffect: "the converters serialize keys and values, as under Connect"},
+		{Key: "value.serializer", Origin: OriginProducer, NoEffect: "the converters serialize keys and values, as under Connect"},
+		{Key: "partitioner.class", Origin: OriginProducer, Doc: "refused: outboxrelay partitions as Kafka's default partitioner",
+			Values:  []string{""},
+			Instead: "outboxrelay partitions as Kafka's default partitioner (murmur2 of the serialized key) or by a partition placement; remove partitioner.class"},
+	}
+}
+
+// lookup returns the table entry for key: the exact entry, else the entry
+// whose ".*" prefix is the longest that matches.
+func lookup(table []KeyDoc, key string) (KeyDoc, bool) {
+	best, found := -1, false
+	var doc KeyDoc
+	for _, d := range table {
+		if d.Key == key {
+			return d, true
+		}
+		prefix, ok := strings.CutSuffix(d.Key, "*")
+		if ok && strings.HasPrefix(key, prefix) && len(prefix) > best {
+			best, doc, found = len(prefix), d, true
+		}
+	}
+	return doc, found
+}
