@@ -1,0 +1,256 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Snapshot modes (connector key snapshot.mode).
+const (
+	SnapshotInitial     = "initial"      // emit existing rows once, when the slot is new
+	SnapshotNoData      = "no_data"      // stream only; aliases schema_only, never
+	SnapshotInitialOnly = "initial_only" // emit existing rows, then stop
+	SnapshotAlways      = "always"       // emit existing rows at every start
+	SnapshotWhenNeeded  = "when_needed"  // like initial; also when the slot is gone
+)
+
+// Publication auto-create modes (connector key publication.autocreate.mode).
+const (
+	PublicationDisabled  = "disabled"
+	PublicationFiltered  = "filtered"
+	PublicationAllTables = "all_tables"
+	PublicationNoTables  = "no_tables"
+)
+
+// Config is the PostgreSQL side of a Debezium PostgreSQL connector config.
+// Build it with ParseConfig; every field's doc names its connector key and
+// default.
+type Config struct {
+	Host        string // database.hostname (required)
+	Port        int    // database.port, default 5432
+	User        string // database.user (required)
+	Password    string // database.password; never logged
+	DBName      string // database.dbname (required)
+	SSLMode     string // database.sslmode, default prefer (libpq modes)
+	SSLRootCert string // database.sslrootcert
+	SSLCert     string // database.sslcert
+	SSLKey      string // database.sslkey
+
+	Slot           string // slot.name, default debezium
+	DropSlotOnStop bool   // slot.drop.on.stop, default false
+
+	Publication string // publication.name, default dbz_publication
+	AutoCreate  string // publication.autocreate.mode, default all_tables
+
+	// Tables is table.include.list: regexes matched against the whole
+	// "schema.table" name, as Debezium does.
+	Tables     []*regexp.Regexp
+	TablesText string
+
+	SnapshotMode string // snapshot.mode, default initial
+
+	HeartbeatInterval time.Duration // heartbeat.interval.ms, default 0 (off)
+	HeartbeatQuery    string        // heartbeat.action.query
+	StatusInterval    time.Duration // status.update.interval.ms, default 10 s
+	TopicPrefix       string        // topic.prefix (required)
+}
+
+// ParseConfig reads the replication keys of a connector config map. Keys
+// that belong to other components are ignored here; unknown keys are
+// reported by the caller, which sees the whole map.
+func ParseConfig(m map[string]string) (Config, error) {
+	c := Config{
+		Host:           m["database.hostname"],
+		User:           m["database.user"],
+		Password:       m["database.password"],
+		DBName:         m["database.dbname"],
+		SSLMode:        orDefault(m["database.sslmode"], "prefer"),
+		SSLRootCert:    m["database.sslrootcert"],
+		SSLCert:        m["database.sslcert"],
+		SSLKey:         m["database.sslkey"],
+		Slot:           orDefault(m["slot.name"], "debezium"),
+		Publication:    orDefault(m["publication.name"], "dbz_publication"),
+		AutoCreate:     strings.ToLower(orDefault(m["publication.autocreate.mode"], PublicationAllTables)),
+		TablesText:     m["table.include.list"],
+		SnapshotMode:   strings.ToLower(orDefault(m["snapshot.mode"], SnapshotInitial)),
+		HeartbeatQuery: m["heartbeat.action.query"],
+		TopicPrefix:    m["topic.prefix"],
+	}
+	var errs []error
+	var err error
+	if c.Port, err = intKey(m, "database.port", 5432); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DropSlotOnStop, err = boolKey(m, "slot.drop.on.stop", false); err != nil {
+		errs = append(errs, err)
+	}
+	var ms int
+	if ms, err = intKey(m, "heartbeat.interval.ms", 0); err != nil {
+		errs = append(errs, err)
+	}
+	c.HeartbeatInterval = time.Duration(ms) * time.Millisecond
+	if ms, err = intKey(m, "status.update.interval.ms", 10000); err != nil {
+		errs = append(errs, err)
+	}
+	c.StatusInterval = time.Duration(ms) * time.Millisecond
+	for _, p := range splitList(c.TablesText) {
+		re, err := regexp.Compile(`^(?:` + p + `)$`)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("table.include.list: %q is not a valid regular expression: %v; write schema.table names, e.g. public.outbox", p, err))
+			continue
+		}
+		c.Tables = append(c.Tables, re)
+	}
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks required keys and cross-field rules, naming the key and
+// what to write instead.
+func (c *Config) Validate() error {
+	var errs []error
+	req := func(v, key, example string) {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is required; e.g. \"%s\": %q", key, key, example))
+		}
+	}
+	req(c.Host, "database.hostname", "127.0.0.1")
+	req(c.User, "database.user", "debezium")
+	req(c.DBName, "database.dbname", "order_db")
+	req(c.TopicPrefix, "topic.prefix", "order_db")
+	// Without a table the relay would publish nothing and still move the
+	// slot: a silent no-op that looks healthy. Debezium would capture every
+	// table; outboxrelay routes outbox tables only, so it must be told which.
+	if len(c.Tables) == 0 && c.TablesText == "" {
+		errs = append(errs, errors.New(`table.include.list is required: name the outbox table(s), e.g. "table.include.list": "public.outbox"`))
+	}
+	switch c.SnapshotMode {
+	case "schema_only", "never":
+		c.SnapshotMode = SnapshotNoData
+	case SnapshotInitial, SnapshotNoData, SnapshotInitialOnly, SnapshotAlways, SnapshotWhenNeeded:
+	default:
+		errs = append(errs, fmt.Errorf("snapshot.mode %q is not supported; use initial, no_data (alias schema_only, never), initial_only, always or when_needed", c.SnapshotMode))
+	}
+	switch c.AutoCreate {
+	case PublicationDisabled, PublicationFiltered, PublicationAllTables, PublicationNoTables:
+	default:
+		errs = append(errs, fmt.Errorf("publication.autocreate.mode %q is not supported; use disabled, filtered, all_tables or no_tables", c.AutoCreate))
+	}
+	switch c.SSLMode {
+	case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
+	default:
+		errs = append(errs, fmt.Errorf("database.sslmode %q is not a libpq mode; use disable, allow, prefer, require, verify-ca or verify-full", c.SSLMode))
+	}
+	if !validSlotName(c.Slot) {
+		errs = append(errs, fmt.Errorf("slot.name %q is not a valid replication slot name: use lower-case letters, digits and underscores, at most 63", c.Slot))
+	}
+	if c.StatusInterval <= 0 {
+		errs = append(errs, fmt.Errorf("status.update.interval.ms must be positive (default 10000)"))
+	}
+	if c.HeartbeatInterval < 0 {
+		errs = append(errs, fmt.Errorf("heartbeat.interval.ms must be 0 (off) or positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// DSN is the libpq keyword/value connection string. replication adds
+// replication=database for the walsender connection.
+func (c *Config) DSN(replication bool) string {
+	var b strings.Builder
+	kv := func(k, v string) {
+		if v == "" {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteString("='")
+		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v))
+		b.WriteByte('\'')
+	}
+	kv("host", c.Host)
+	kv("port", strconv.Itoa(c.Port))
+	kv("user", c.User)
+	kv("password", c.Password)
+	kv("dbname", c.DBName)
+	kv("sslmode", c.SSLMode)
+	kv("sslrootcert", c.SSLRootCert)
+	kv("sslcert", c.SSLCert)
+	kv("sslkey", c.SSLKey)
+	kv("application_name", "outboxrelay")
+	if replication {
+		kv("replication", "database")
+	}
+	return b.String()
+}
+
+// Includes reports whether schema.table is one of the outbox tables.
+func (c *Config) Includes(schema, table string) bool {
+	name := schema + "." + table
+	for _, re := range c.Tables {
+		if re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func validSlotName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func orDefault(v, def string) string {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	return strings.TrimSpace(v)
+}
+
+func intKey(m map[string]string, key string, def int) (int, error) {
+	v := strings.TrimSpace(m[key])
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def, fmt.Errorf("%s %q is not an integer; e.g. \"%s\": \"%d\"", key, v, key, def)
+	}
+	return n, nil
+}
+
+func boolKey(m map[string]string, key string, def bool) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(m[key])) {
+	case "":
+		return def, nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return def, fmt.Errorf("%s %q is not a boolean; write true or false", key, m[key])
+}

@@ -1,0 +1,255 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+)
+
+// Sentinel errors of the preflight. Each surfaces wrapped in an error that
+// says what to run or set; callers test with errors.Is to pick an exit code.
+var (
+	ErrWALLevel       = errors.New("wal_level is not logical")
+	ErrNoReplication  = errors.New("role may not replicate")
+	ErrPublication    = errors.New("publication missing or incomplete")
+	ErrSlotInUse      = errors.New("replication slot is held by another connection")
+	ErrSlotIncompat   = errors.New("replication slot cannot be used")
+	ErrServerVersion  = errors.New("PostgreSQL version not supported")
+	ErrNoOutboxTables = errors.New("no outbox table matches table.include.list")
+)
+
+// Server is what the preflight learned about the database.
+type Server struct {
+	VersionNum int      // server_version_num, e.g. 150018
+	Tables     []string // the outbox tables in the publication, "schema.table"
+	Slot       Slot
+}
+
+// Slot is a row of pg_replication_slots.
+type Slot struct {
+	Exists         bool
+	Plugin         string
+	Database       string
+	Temporary      bool
+	Active         bool
+	ActivePID      int
+	ConfirmedFlush pglogrepl.LSN
+	WALStatus      string
+}
+
+// Preflight checks, over an ordinary connection as the relay's role, that
+// the server can stream the outbox: version, wal_level, the role's rights,
+// the publication (created or altered when publication.autocreate.mode
+// allows) and the slot's state. It changes nothing but the publication.
+func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logger) (*Server, error) {
+	srv := &Server{}
+	var walLevel string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int, current_setting('wal_level')`).Scan(&srv.VersionNum, &walLevel); err != nil {
+		return nil, fmt.Errorf("preflight: reading server settings: %w", err)
+	}
+	if srv.VersionNum < 130000 {
+		return nil, fmt.Errorf("preflight: %w: server_version_num is %d; outboxrelay needs PostgreSQL 13 or newer", ErrServerVersion, srv.VersionNum)
+	}
+	if walLevel != "logical" {
+		return nil, fmt.Errorf("preflight: %w: wal_level is %q; run ALTER SYSTEM SET wal_level = logical; and restart PostgreSQL", ErrWALLevel, walLevel)
+	}
+	var canReplicate bool
+	if err := conn.QueryRow(ctx, `SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&canReplicate); err != nil {
+		return nil, fmt.Errorf("preflight: reading the role's attributes: %w", err)
+	}
+	if !canReplicate {
+		return nil, fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, quoteIdent(cfg.User))
+	}
+	tables, err := publicationTables(ctx, conn, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	srv.Tables = tables
+	if srv.Slot, err = InspectSlot(ctx, conn, cfg.Slot); err != nil {
+		return nil, err
+	}
+	if err := checkSlot(srv.Slot, cfg); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// InspectSlot reads the slot's row from pg_replication_slots.
+func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
+	var s Slot
+	var pid *int32
+	var flush *string
+	var wal *string
+	err := conn.QueryRow(ctx, `SELECT plugin, database, temporary, active, active_pid, confirmed_flush_lsn::text, wal_status
+		FROM pg_replication_slots WHERE slot_name = $1`, name).
+		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("preflight: reading slot %q: %w", name, err)
+	}
+	s.Exists = true
+	if pid != nil {
+		s.ActivePID = int(*pid)
+	}
+	if wal != nil {
+		s.WALStatus = *wal
+	}
+	if flush != nil {
+		if s.ConfirmedFlush, err = pglogrepl.ParseLSN(*flush); err != nil {
+			return s, fmt.Errorf("preflight: slot %q confirmed_flush_lsn %q: %w", name, *flush, err)
+		}
+	}
+	return s, nil
+}
+
+func checkSlot(s Slot, cfg *Config) error {
+	if !s.Exists {
+		return nil
+	}
+	drop := fmt.Sprintf("SELECT pg_drop_replication_slot('%s');", cfg.Slot)
+	switch {
+	case s.Plugin != "pgoutput":
+		return fmt.Errorf("preflight: %w: slot %q uses plugin %q; outboxrelay reads pgoutput: choose another slot.name, or drop it with %s", ErrSlotIncompat, cfg.Slot, s.Plugin, drop)
+	case s.Database != cfg.DBName:
+		return fmt.Errorf("preflight: %w: slot %q belongs to database %q, not %q (database.dbname): choose another slot.name", ErrSlotIncompat, cfg.Slot, s.Database, cfg.DBName)
+	case s.WALStatus == "lost":
+		return fmt.Errorf("preflight: %w: slot %q lost WAL it needed (wal_status=lost; max_slot_wal_keep_size too small?): events after %s are gone from the server; drop it with %s and restart with snapshot.mode=initial", ErrSlotIncompat, cfg.Slot, s.ConfirmedFlush, drop)
+	case s.Active:
+		return fmt.Errorf("preflight: %w: slot %q is active on backend pid %d: stop the other consumer (another outboxrelay or Debezium), or end it with SELECT pg_terminate_backend(%d);", ErrSlotInUse, cfg.Slot, s.ActivePID, s.ActivePID)
+	}
+	return nil
+}
+
+// publicationTables returns the outbox tables the publication covers,
+// creating or altering the publication as publication.autocreate.mode says.
+func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logger) ([]string, error) {
+	candidates, err := includedTables(ctx, conn, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var exists, allTables bool
+	err = conn.QueryRow(ctx, `SELECT true, puballtables FROM pg_publication WHERE pubname = $1`, cfg.Publication).Scan(&exists, &allTables)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("preflight: reading publication %q: %w", cfg.Publication, err)
+	}
+	if !exists {
+		if err := createPublication(ctx, conn, cfg, candidates, log); err != nil {
+			return nil, err
+		}
+	}
+	published, err := queryStrings(ctx, conn, `SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = $1`, cfg.Publication)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: reading tables of publication %q: %w", cfg.Publication, err)
+	}
+	in := map[string]bool{}
+	for _, t := range published {
+		in[t] = true
+	}
+	var covered, missing []string
+	for _, t := range candidates {
+		if in[t] {
+			covered = append(covered, t)
+		} else {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		if cfg.AutoCreate == PublicationFiltered {
+			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", quoteIdent(cfg.Publication), strings.Join(quoteTables(candidates), ", "))
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				return nil, fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered): %v", ErrPublication, stmt, err)
+			}
+			log.Info("publication altered", "publication", cfg.Publication, "tables", candidates)
+			return candidates, nil
+		}
+		return nil, fmt.Errorf("preflight: %w: publication %q does not cover %s; run as an owner of the tables: ALTER PUBLICATION %s ADD TABLE %s;",
+			ErrPublication, cfg.Publication, strings.Join(missing, ", "), quoteIdent(cfg.Publication), strings.Join(quoteTables(missing), ", "))
+	}
+	return covered, nil
+}
+
+func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables []string, log *slog.Logger) error {
+	forTables := "FOR TABLE " + strings.Join(quoteTables(tables), ", ")
+	var stmt string
+	switch cfg.AutoCreate {
+	case PublicationDisabled:
+		return fmt.Errorf("preflight: %w: publication %q does not exist and publication.autocreate.mode is disabled; run: CREATE PUBLICATION %s %s;",
+			ErrPublication, cfg.Publication, quoteIdent(cfg.Publication), forTables)
+	case PublicationFiltered:
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s %s", quoteIdent(cfg.Publication), forTables)
+	case PublicationAllTables:
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES", quoteIdent(cfg.Publication))
+	case PublicationNoTables:
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s", quoteIdent(cfg.Publication))
+	}
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed: %v; create it as an administrator, or set publication.autocreate.mode=disabled",
+			ErrPublication, stmt, cfg.AutoCreate, err)
+	}
+	log.Info("publication created", "publication", cfg.Publication, "statement", stmt)
+	return nil
+}
+
+// includedTables lists the ordinary tables whose schema.table matches
+// table.include.list.
+func includedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string, error) {
+	all, err := queryStrings(ctx, conn, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'`)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: listing tables: %w", err)
+	}
+	var out []string
+	for _, t := range all {
+		schema, table, _ := strings.Cut(t, ".")
+		if cfg.Includes(schema, table) {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table (outboxrelay sql) or fix the list (regexes on schema.table, e.g. public.outbox)",
+			ErrNoOutboxTables, cfg.DBName, cfg.TablesText)
+	}
+	return out, nil
+}
+
+func queryStrings(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]string, error) {
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+func quoteTables(ts []string) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		schema, table, _ := strings.Cut(t, ".")
+		out[i] = quoteIdent(schema) + "." + quoteIdent(table)
+	}
+	return out
+}
+
+// quoteIdent quotes an identifier only when PostgreSQL needs it, so the
+// statements in error messages read like what a person would type.
+func quoteIdent(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || (i > 0 && r >= '0' && r <= '9')) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return pgx.Identifier{s}.Sanitize()
+}

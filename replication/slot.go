@@ -1,0 +1,83 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// createdSlot is what CREATE_REPLICATION_SLOT returned.
+type createdSlot struct {
+	ConsistentPoint pglogrepl.LSN
+	SnapshotName    string // set only when a snapshot was exported
+}
+
+// createSlot creates the permanent logical slot on the replication
+// connection. With export, the slot's snapshot is exported so the initial
+// snapshot reads exactly the rows committed before the consistent point; it
+// stays valid only until the next command on this connection, so the caller
+// must finish importing it before START_REPLICATION.
+func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export bool, log *slog.Logger) (createdSlot, error) {
+	action := "NOEXPORT_SNAPSHOT"
+	if export {
+		action = "EXPORT_SNAPSHOT"
+	}
+	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput", pglogrepl.CreateReplicationSlotOptions{
+		Mode:           pglogrepl.LogicalReplication,
+		SnapshotAction: action,
+	})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42710" { // duplicate_object: another instance won the race
+			return createdSlot{}, fmt.Errorf("creating slot %q: %w: it was created concurrently by another connection; is a second relay running with the same slot.name?", name, ErrSlotInUse)
+		}
+		return createdSlot{}, fmt.Errorf("creating slot %q: %w", name, err)
+	}
+	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+	if err != nil {
+		return createdSlot{}, fmt.Errorf("creating slot %q: consistent point %q: %w", name, res.ConsistentPoint, err)
+	}
+	log.Info("replication slot created", "slot", name, "consistent_point", lsn.String(), "snapshot", res.SnapshotName)
+	return createdSlot{ConsistentPoint: lsn, SnapshotName: res.SnapshotName}, nil
+}
+
+// startReplication sends START_REPLICATION with pgoutput protocol version 1.
+// Logical decoding messages are requested (PostgreSQL 14+) so that they are
+// seen, skipped and counted as progress instead of being invisible.
+func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, serverVersion int, from pglogrepl.LSN) error {
+	args := []string{"proto_version '1'", "publication_names '" + escapeLiteral(cfg.Publication) + "'"}
+	if serverVersion >= 140000 {
+		args = append(args, "messages 'true'")
+	}
+	err := pglogrepl.StartReplication(ctx, conn, cfg.Slot, from, pglogrepl.StartReplicationOptions{
+		Mode:       pglogrepl.LogicalReplication,
+		PluginArgs: args,
+	})
+	if err != nil {
+		return fmt.Errorf("starting replication on slot %q at %s: %w", cfg.Slot, from, err)
+	}
+	return nil
+}
+
+// dropSlot drops the slot (slot.drop.on.stop, on an orderly stop only).
+func dropSlot(ctx context.Context, conn *pgconn.PgConn, name string) error {
+	if err := pglogrepl.DropReplicationSlot(ctx, conn, name, pglogrepl.DropReplicationSlotOptions{}); err != nil {
+		return fmt.Errorf("dropping slot %q (slot.drop.on.stop): %w", name, err)
+	}
+	return nil
+}
+
+func escapeLiteral(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\'' {
+			out = append(out, '\'')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}

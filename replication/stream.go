@@ -1,0 +1,414 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/outboxrelay/outboxrelay/router"
+)
+
+// Sink receives routed records. Send hands one record over and returns
+// without waiting for Kafka; ack is called exactly once, from any
+// goroutine, when Kafka acknowledged the record (nil) or the record failed
+// for good (the relay then stops). Send copies what it keeps: the record's
+// buffers belong to the router and are reused for the next row.
+type Sink interface {
+	Send(ctx context.Context, rec *router.Record, ack func(error)) error
+	// Flush waits until every record sent so far is acknowledged.
+	Flush(ctx context.Context) error
+}
+
+// Observer receives progress events for metrics and logs. Every method must
+// be cheap and safe for concurrent use; nil fields are fine (see Hooks).
+type Observer interface {
+	Published(topic string, bytes int)
+	Skipped(reason string)
+	Received(lsn pglogrepl.LSN, serverWALEnd pglogrepl.LSN)
+	Confirmed(lsn pglogrepl.LSN)
+	State(state string)
+}
+
+// Poison decides what happens to a row the router rejects. Returning nil
+// means the row was dealt with (dead-lettered, with the ack called when
+// Kafka took it); returning an error stops the relay (errors.tolerance=none).
+type Poison func(ctx context.Context, ev *router.Event, cause *router.RowError, ack func(error)) error
+
+// Options wires a Stream. Router, Sink and Log are required.
+type Options struct {
+	Config   *Config
+	Router   *router.Router
+	Sink     Sink
+	Log      *slog.Logger
+	Observer Observer
+	Poison   Poison
+	// MaxInFlightRecords and MaxInFlightBytes bound the records handed to
+	// the sink and not yet acknowledged (invariant 5). Defaults 10000 and
+	// 64 MiB.
+	MaxInFlightRecords int
+	MaxInFlightBytes   int64
+	// ConfirmEvery rate-limits status updates that only report a moved
+	// confirmed LSN. Default 100 ms.
+	ConfirmEvery time.Duration
+}
+
+// errStop reports an orderly end of streaming requested by the mode
+// (initial_only) rather than by an error.
+var errStop = errors.New("stop requested")
+
+// session is one connection's worth of streaming. The goroutine running
+// session.run owns conn: it receives, decodes, routes, sends and answers
+// the server, and nothing else touches the connection (invariant 3).
+type session struct {
+	opt    *Options
+	cfg    *Config
+	log    *slog.Logger
+	conn   *pgconn.PgConn
+	ck     *Checkpoint
+	budget *Budget
+
+	rels    *Relations
+	msg     Message
+	ev      router.Event
+	records []router.Record
+	tx      *Tx // the transaction being decoded, nil between Commit and Begin
+
+	streaming     bool // START_REPLICATION sent: status updates may flow
+	lastStatus    time.Time
+	lastConfirmed pglogrepl.LSN
+	serverWALEnd  pglogrepl.LSN
+}
+
+// loop receives until ctx ends, the server goes away, or a row or ack
+// fails. The receive deadline doubles as the status timer.
+func (s *session) loop(ctx context.Context) error {
+	for {
+		if err := s.ck.Err(); err != nil {
+			return err
+		}
+		if err := s.maybeStatus(ctx, false); err != nil {
+			return err
+		}
+		deadline := s.lastStatus.Add(s.cfg.StatusInterval)
+		// While records are in flight, wake up often to report acks as
+		// they arrive, so the slot follows Kafka closely.
+		if s.ck.InFlight() > 0 || s.ck.Confirmed() != s.lastConfirmed {
+			if soon := time.Now().Add(s.opt.ConfirmEvery); soon.Before(deadline) {
+				deadline = soon
+			}
+		}
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		raw, err := s.conn.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if pgconn.Timeout(err) {
+				continue
+			}
+			return fmt.Errorf("receiving WAL: %w", err)
+		}
+		switch m := raw.(type) {
+		case *pgproto3.CopyData:
+			if err := s.copyData(ctx, m.Data); err != nil {
+				return err
+			}
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("receiving WAL: server error: %w", pgconn.ErrorResponseToPgError(m))
+		case *pgproto3.CopyDone:
+			return fmt.Errorf("receiving WAL: server ended the stream (CopyDone)")
+		}
+	}
+}
+
+func (s *session) copyData(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return fmt.Errorf("parsing keepalive: %w", err)
+		}
+		s.serverWALEnd = ka.ServerWALEnd
+		// Invariant 2: the server's WAL end may be confirmed only when no
+		// transaction is being decoded and nothing is in flight; then all
+		// WAL up to it is either published or not ours.
+		if s.tx == nil {
+			s.ck.Idle(ka.ServerWALEnd)
+		}
+		if s.opt.Observer != nil {
+			s.opt.Observer.Received(s.ck.Confirmed(), ka.ServerWALEnd)
+		}
+		return s.maybeStatus(ctx, ka.ReplyRequested)
+	case pglogrepl.XLogDataByteID:
+		xld, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return fmt.Errorf("parsing XLogData: %w", err)
+		}
+		if xld.ServerWALEnd > s.serverWALEnd {
+			s.serverWALEnd = xld.ServerWALEnd
+		}
+		return s.walData(ctx, xld.WALStart, xld.WALData)
+	}
+	return nil
+}
+
+// walData handles one pgoutput message.
+func (s *session) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) error {
+	if err := Decode(frame, &s.msg); err != nil {
+		return fmt.Errorf("decoding pgoutput at %s: %w", at, err)
+	}
+	m := &s.msg
+	switch m.Type {
+	case MessageBegin:
+		tx, err := s.ck.Begin(m.Begin.FinalLSN)
+		if err != nil {
+			return fmt.Errorf("pgoutput Begin at %s: %w", at, err)
+		}
+		s.tx = tx
+		s.ev.CommitLSN = uint64(m.Begin.FinalLSN)
+		s.ev.CommitTime = m.Begin.CommitTime
+		s.ev.Position = 0
+	case MessageCommit:
+		if s.tx == nil {
+			return fmt.Errorf("decoding pgoutput at %s: Commit without Begin", at)
+		}
+		if err := s.tx.Commit(m.Commit.CommitLSN, m.Commit.EndLSN); err != nil {
+			return fmt.Errorf("pgoutput Commit at %s: %w", at, err)
+		}
+		s.tx = nil
+	case MessageRelation:
+		s.rels.Put(&m.Relation)
+	case MessageInsert:
+		return s.row(ctx, at, router.OpCreate, m.Insert.RelationID, &m.Insert.New, nil, OldTupleNone)
+	case MessageUpdate:
+		var old *Tuple
+		if m.Update.OldKind != OldTupleNone {
+			old = &m.Update.Old
+		}
+		return s.row(ctx, at, router.OpUpdate, m.Update.RelationID, &m.Update.New, old, m.Update.OldKind)
+	case MessageDelete:
+		return s.row(ctx, at, router.OpDelete, m.Delete.RelationID, &m.Delete.Old, nil, OldTupleNone)
+	case MessageTruncate:
+		s.skip("truncate")
+	case MessageLogical:
+		s.skip("logical_message")
+	case MessageOrigin, MessageDataType:
+		// Origin names a replication origin; Type describes a custom type
+		// by name. Neither affects routing of text-format values.
+	}
+	return nil
+}
+
+func (s *session) skip(reason string) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.Skipped(reason)
+	}
+}
+
+// row routes one decoded row of any table.
+func (s *session) row(ctx context.Context, at pglogrepl.LSN, op router.Op, relID uint32, t *Tuple, old *Tuple, oldKind byte) error {
+	rel, ok := s.rels.Get(relID)
+	if !ok {
+		return fmt.Errorf("decoding pgoutput at %s: row for relation %d before its Relation message", at, relID)
+	}
+	if !s.cfg.Includes(rel.Namespace, rel.Name) {
+		s.skip("other_table")
+		return nil
+	}
+	if len(t.Columns) != len(rel.Columns) {
+		return fmt.Errorf("decoding pgoutput at %s: %s row has %d columns, its Relation message %d", at, rel.QualifiedName(), len(t.Columns), len(rel.Columns))
+	}
+	ev := &s.ev
+	ev.Op = op
+	ev.Table = rel.QualifiedName()
+	ev.ProcessedAt = time.Now()
+	ev.Position++
+	ev.Columns = bindColumns(ev.Columns[:0], rel, t)
+	ev.KeyChanged = false
+	ev.OldKeyColumns = ev.OldKeyColumns[:0]
+	if old != nil {
+		ev.OldKeyColumns = bindColumns(ev.OldKeyColumns, rel, old)
+		ev.KeyChanged = oldKind == OldTupleKey || keyChanged(rel, t, old)
+	}
+	return s.route(ctx, ev)
+}
+
+// route turns an event into records and hands them to the sink, inside the
+// current transaction (or a snapshot pseudo-transaction).
+func (s *session) route(ctx context.Context, ev *router.Event) error {
+	var err error
+	s.records, err = s.opt.Router.Route(ev, s.records[:0])
+	if err != nil {
+		var rowErr *router.RowError
+		if !errors.As(err, &rowErr) {
+			return fmt.Errorf("routing row of %s at %s: %w", ev.Table, pglogrepl.LSN(ev.CommitLSN), err)
+		}
+		if s.opt.Poison == nil {
+			return rowErr
+		}
+		if err := s.acquire(ctx, 1, 0); err != nil {
+			return err
+		}
+		s.tx.Add(1)
+		return s.opt.Poison(ctx, ev, rowErr, s.acker(0))
+	}
+	if len(s.records) == 0 {
+		s.skip(skipReason(ev.Op))
+		return nil
+	}
+	for i := range s.records {
+		rec := &s.records[i]
+		size := int64(len(rec.Key) + len(rec.Value))
+		if err := s.acquire(ctx, 1, size); err != nil {
+			return err
+		}
+		s.tx.Add(1)
+		topic := rec.Topic
+		if err := s.opt.Sink.Send(ctx, rec, s.ackerFor(topic, size)); err != nil {
+			return fmt.Errorf("sending event %s to %s: %w", rec.EventID, topic, err)
+		}
+	}
+	return nil
+}
+
+func (s *session) ackerFor(topic string, size int64) func(error) {
+	tx := s.tx
+	return func(err error) {
+		s.budget.Release(1, size)
+		tx.Ack(err)
+		if err == nil && s.opt.Observer != nil {
+			s.opt.Observer.Published(topic, int(size))
+		}
+	}
+}
+
+func (s *session) acker(size int64) func(error) { return s.ackerFor("", size) }
+
+// acquire takes in-flight budget, answering the server while it waits so
+// that a slow Kafka never looks like a dead client (wal_sender_timeout).
+func (s *session) acquire(ctx context.Context, records int, bytes int64) error {
+	for {
+		ok, err := s.budget.Acquire(ctx, records, bytes, time.Second)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if err := s.ck.Err(); err != nil {
+			return err
+		}
+		if err := s.maybeStatus(ctx, true); err != nil {
+			return err
+		}
+	}
+}
+
+// maybeStatus sends a standby status update when the server asked, when
+// the status interval passed, or when the confirmed LSN moved (at most every
+// ConfirmEvery). write = flush = apply = confirmed: PostgreSQL keeps WAL
+// from the slot's confirmed_flush_lsn, so claiming more would lose events.
+func (s *session) maybeStatus(ctx context.Context, force bool) error {
+	if !s.streaming {
+		return nil
+	}
+	confirmed := s.ck.Confirmed()
+	now := time.Now()
+	due := now.Sub(s.lastStatus) >= s.cfg.StatusInterval
+	moved := confirmed != s.lastConfirmed && now.Sub(s.lastStatus) >= s.opt.ConfirmEvery
+	if !force && !due && !moved {
+		return nil
+	}
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.conn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: confirmed,
+		WALFlushPosition: confirmed,
+		WALApplyPosition: confirmed,
+		ClientTime:       now,
+	})
+	if err != nil {
+		return fmt.Errorf("sending standby status update (confirmed %s): %w", confirmed, err)
+	}
+	if confirmed != s.lastConfirmed && s.opt.Observer != nil {
+		s.opt.Observer.Confirmed(confirmed)
+	}
+	s.lastStatus = now
+	s.lastConfirmed = confirmed
+	return nil
+}
+
+func skipReason(op router.Op) string {
+	switch op {
+	case router.OpUpdate:
+		return "update"
+	case router.OpDelete:
+		return "delete"
+	}
+	return "routed_to_nothing"
+}
+
+// bindColumns pairs a tuple's values with the relation's column names and
+// types. Values alias the frame: valid until the next message.
+func bindColumns(dst []router.Column, rel *Relation, t *Tuple) []router.Column {
+	for i, c := range t.Columns {
+		rc := &rel.Columns[i]
+		v := router.Value{OID: rc.TypeOID}
+		switch c.Kind {
+		case ColumnNull:
+			v.Null = true
+		case ColumnUnchanged:
+			// An unchanged TOASTed value: the server did not send it.
+			// Only updates carry these.
+			v.Unchanged = true
+		default:
+			v.Text = c.Data
+		}
+		dst = append(dst, router.Column{Name: rc.Name, Value: v})
+	}
+	return dst
+}
+
+// keyChanged reports whether an UPDATE with a full old row (REPLICA
+// IDENTITY FULL, kind 'O') changed a key column. The caller treats kind 'K'
+// as a change by itself: pgoutput sends a key-only old tuple only when a
+// replica-identity column changed.
+func keyChanged(rel *Relation, newT, old *Tuple) bool {
+	if len(old.Columns) != len(newT.Columns) {
+		return true
+	}
+	for i, rc := range rel.Columns {
+		if !rc.Key {
+			continue
+		}
+		o, n := old.Columns[i], newT.Columns[i]
+		if o.Kind != n.Kind || string(o.Data) != string(n.Data) {
+			return true
+		}
+	}
+	return false
+}
+
+// connect opens the ordinary and the replication connection as the relay's
+// role.
+func connect(ctx context.Context, cfg *Config) (*pgx.Conn, *pgconn.PgConn, error) {
+	conn, err := pgx.Connect(ctx, cfg.DSN(false))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to %s:%d/%s as %s: %w", cfg.Host, cfg.Port, cfg.DBName, cfg.User, err)
+	}
+	repl, err := pgconn.Connect(ctx, cfg.DSN(true))
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, nil, fmt.Errorf("opening replication connection to %s:%d/%s as %s: %w", cfg.Host, cfg.Port, cfg.DBName, cfg.User, err)
+	}
+	return conn, repl, nil
+}

@@ -1,0 +1,261 @@
+package replication_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/router"
+)
+
+// holdingSink keeps every record and acknowledges only when told to, so a
+// test can see what the slot confirms while Kafka "has not answered".
+type holdingSink struct {
+	mu      sync.Mutex
+	held    []func(error)
+	records []string // event ids, in send order
+	hold    bool
+}
+
+func (s *holdingSink) Send(_ context.Context, r *router.Record, ack func(error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, r.EventID)
+	if s.hold {
+		s.held = append(s.held, ack)
+		return nil
+	}
+	go ack(nil)
+	return nil
+}
+
+func (s *holdingSink) Flush(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n := len(s.held)
+		s.mu.Unlock()
+		if n == 0 || !s.isHolding() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (s *holdingSink) isHolding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hold
+}
+
+// release acknowledges everything held, in reverse order: the checkpoint
+// must not care about the order acks arrive in.
+func (s *holdingSink) release() {
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.hold = false
+	s.mu.Unlock()
+	for i := len(held) - 1; i >= 0; i-- {
+		held[i](nil)
+	}
+}
+
+func (s *holdingSink) sent() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.records...)
+}
+
+// streamFixture is a private outbox table, publication and slot.
+type streamFixture struct {
+	admin *pgx.Conn
+	name  string
+	cfg   replication.Config
+	rt    *router.Router
+}
+
+func newStreamFixture(t *testing.T, extra map[string]string) *streamFixture {
+	t.Helper()
+	admin := testbed.Admin(t)
+	name := fmt.Sprintf("st_%d", time.Now().UnixNano())
+	testbed.Exec(t, admin,
+		`CREATE SCHEMA `+name,
+		`CREATE TABLE `+name+`.outbox (id bigserial PRIMARY KEY, aggregatetype text NOT NULL, aggregateid text NOT NULL, type text NOT NULL DEFAULT 'e', payload jsonb)`,
+		`CREATE TABLE `+name+`.other (id bigserial PRIMARY KEY, junk text)`,
+		`CREATE PUBLICATION `+name+` FOR TABLE `+name+`.outbox, `+name+`.other`,
+		`GRANT USAGE ON SCHEMA `+name+` TO debezium`,
+		`GRANT SELECT ON ALL TABLES IN SCHEMA `+name+` TO debezium`,
+	)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for i := 0; i < 50; i++ { // the walsender may take a moment to exit
+			if _, err := admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, name); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_, _ = admin.Exec(ctx, `DROP PUBLICATION IF EXISTS `+name)
+		_, _ = admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+name+` CASCADE`)
+	})
+	host, port := testbed.PostgresHostPort(t)
+	m := map[string]string{
+		"database.hostname":           host,
+		"database.port":               strconv.Itoa(port),
+		"database.user":               "debezium",
+		"database.password":           "debezium@123",
+		"database.dbname":             "order_db",
+		"database.sslmode":            "disable",
+		"slot.name":                   name,
+		"publication.name":            name,
+		"publication.autocreate.mode": "disabled",
+		"table.include.list":          name + `\.outbox`,
+		"snapshot.mode":               "no_data",
+		"topic.prefix":                name,
+		"status.update.interval.ms":   "1000",
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	cfg, err := replication.ParseConfig(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcfg, _, err := router.ParseConfig(map[string]string{
+		"transforms":             "outbox",
+		"transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+		"transforms.outbox.table.expand.json.payload": "true",
+		"topic.prefix": name,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(rcfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &streamFixture{admin: admin, name: name, cfg: cfg, rt: rt}
+}
+
+func (f *streamFixture) run(t *testing.T, s replication.Sink) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs := &testLog{t: t}
+	go func() {
+		done <- replication.Run(ctx, replication.Options{
+			Config: &f.cfg, Router: f.rt, Sink: s,
+			Log:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			ConfirmEvery: 20 * time.Millisecond,
+		})
+	}()
+	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				err = fmt.Errorf("replication.Run did not return within 30 s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// testLog sends the relay's log to the test log, so it shows on failure.
+type testLog struct{ t *testing.T }
+
+func (l *testLog) Write(p []byte) (int, error) { l.t.Log(string(p)); return len(p), nil }
+
+func (f *streamFixture) insert(t *testing.T, n int, agg string) {
+	t.Helper()
+	testbed.Exec(t, f.admin, fmt.Sprintf(
+		`INSERT INTO %s.outbox (aggregatetype, aggregateid, payload) SELECT 'a', '%s', jsonb_build_object('i', g) FROM generate_series(1, %d) g`, f.name, agg, n))
+}
+
+func (f *streamFixture) walInsertLSN(t *testing.T) uint64 {
+	t.Helper()
+	var lsn uint64
+	if err := f.admin.QueryRow(context.Background(), `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`).Scan(&lsn); err != nil {
+		t.Fatal(err)
+	}
+	return lsn
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestConfirmedNeverPassesUnacknowledged pins invariant 1 on the real
+// server: while Kafka holds acknowledgements back, confirmed_flush_lsn does
+// not reach the transactions that sent records; once acks arrive (in
+// reverse order), it reaches past the last commit.
+func TestConfirmedNeverPassesUnacknowledged(t *testing.T) {
+	f := newStreamFixture(t, nil)
+	sink := &holdingSink{hold: true}
+	f.run(t, sink)
+
+	before := f.walInsertLSN(t)
+	f.insert(t, 3, "x") // one transaction, three records
+	f.insert(t, 2, "y") // a second
+	waitFor(t, "5 records sent", 20*time.Second, func() bool { return len(sink.sent()) == 5 })
+
+	// Several status intervals pass: the slot must stay before the first
+	// held transaction.
+	time.Sleep(2500 * time.Millisecond)
+	if got := testbed.ConfirmedFlush(t, f.admin, f.name); got > before {
+		t.Fatalf("confirmed_flush_lsn %X passed %X while all 5 records were unacknowledged", got, before)
+	}
+	last := f.walInsertLSN(t)
+	sink.release()
+	waitFor(t, "the slot to confirm past the last commit", 20*time.Second, func() bool {
+		return testbed.ConfirmedFlush(t, f.admin, f.name) >= last
+	})
+}
+
+// TestOtherTablesAndMessagesSkipped: rows of another table in the same
+// publication and logical decoding messages are never routed, yet the slot
+// moves past them.
+func TestOtherTablesAndMessagesSkipped(t *testing.T) {
+	f := newStreamFixture(t, nil)
+	sink := &holdingSink{}
+	f.run(t, sink)
+	testbed.Exec(t, f.admin,
+		`INSERT INTO `+f.name+`.other (junk) SELECT 'x' FROM generate_series(1, 100)`,
+		`SELECT pg_logical_emit_message(true, 'p', 'transactional')`,
+		`SELECT pg_logical_emit_message(false, 'p', 'not transactional')`,
+	)
+	last := f.walInsertLSN(t)
+	waitFor(t, "the slot to confirm past the other table's rows", 20*time.Second, func() bool {
+		return testbed.ConfirmedFlush(t, f.admin, f.name) >= last
+	})
+	if got := sink.sent(); len(got) != 0 {
+		t.Fatalf("sent %d records for rows of another table / logical messages; want none", len(got))
+	}
+	f.insert(t, 1, "z")
+	waitFor(t, "the outbox row", 20*time.Second, func() bool { return len(sink.sent()) == 1 })
+}
