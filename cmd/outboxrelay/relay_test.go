@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
+
+// syncBuffer collects the relay's log for the failure message.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// relay is an outboxrelay `run` running in-process, exactly as main runs it.
+type relay struct {
+	cancel context.CancelFunc
+	done   chan error
+	log    *syncBuffer
+}
+
+func startRelay(t *testing.T, configPath string) *relay {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &relay{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
+	go func() {
+		r.done <- run(ctx, []string{"run", "--config", configPath, "--kafka-brokers", testbed.KafkaBrokers(t), "--log-format", "text"}, r.log, r.log)
+	}()
+	t.Cleanup(func() {
+		r.cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+		}
+		if t.Failed() {
+			t.Logf("relay log:\n%s", r.log.String())
+		}
+	})
+	return r
+}
+
+// stop ends the relay as SIGTERM does and returns its error.
+func (r *relay) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for Cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("relay did not stop within 30 s after cancel")
+		return nil
+	}
+}
+
+// exampleConfig writes the example connector JSON with only the bed's port
+// changed, and any overrides applied (a nil value deletes the key).
+func exampleConfig(t *testing.T, overrides map[string]any) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "connector.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Name   string         `json:"name"`
+		Config map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	host, port := testbed.PostgresHostPort(t)
+	doc.Config["database.hostname"] = host
+	doc.Config["database.port"] = strconv.Itoa(port)
+	for k, v := range overrides {
+		if v == nil {
+			delete(doc.Config, k)
+		} else {
+			doc.Config[k] = v
+		}
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "connector.json")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// prepareExample creates the fixture's outbox table, role grant and
+// publication (as the demo does) and removes the example slot.
+func prepareExample(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	for _, f := range []string{"outbox.sql", "role.sql"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "sql", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testbed.Exec(t, admin, string(b))
+	}
+	testbed.Exec(t, admin, `DO $$BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = 'order_db_outbox') THEN
+			CREATE PUBLICATION order_db_outbox FOR TABLE public.outbox;
+		END IF; END$$`)
+	testbed.DropSlot(t, admin, "public_outbox")
+}
+
+func header(m kafka.Message, key string) (string, bool) {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+func insertExample(t *testing.T, admin *pgx.Conn, aggType, aggID, evType, payload string) string {
+	t.Helper()
+	var id string
+	err := admin.QueryRow(context.Background(),
+		`INSERT INTO public.outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, $3, $4) RETURNING message_id::text`,
+		aggType, aggID, evType, payload).Scan(&id)
+	if err != nil {
+		t.Fatalf("inserting %s event: %v", aggType, err)
+	}
+	return id
+}
+
+// TestExampleEvents: the two events of the design documents arrive exactly
+// as a consumer of Debezium's EventRouter reads them, from the example
+// connector JSON with only host, port and Kafka address changed; UPDATE,
+// DELETE and a rolled-back transaction send nothing; a new aggregate type
+// gets a new topic.
+func TestExampleEvents(t *testing.T) {
+	admin := testbed.Admin(t)
+	prepareExample(t, admin)
+	newType := fmt.Sprintf("shipments%d", time.Now().UnixNano())
+	fromOrders, fromPayments := testbed.EndOffsets(t, "orders"), testbed.EndOffsets(t, "payments")
+
+	r := startRelay(t, exampleConfig(t, nil))
+	testbed.WaitSlotActive(t, admin, "public_outbox", 30*time.Second)
+
+	orderID := insertExample(t, admin, "orders", "9191642889", "paid", `{"orderId":9191642889,"payableAmount":199.00}`)
+	payID := insertExample(t, admin, "payments", "pay-889900", "PaymentSucceeded", `{"paymentId":"pay-889900","channel":"wallet"}`)
+	testbed.Exec(t, admin,
+		`UPDATE public.outbox SET status = 'SENT', sent_at = now() WHERE message_id = '`+orderID+`'`,
+		`DELETE FROM public.outbox WHERE message_id = '`+payID+`'`,
+		`BEGIN; INSERT INTO public.outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('orders', 'rolled-back', 'x', '{}'); ROLLBACK`,
+	)
+	shipID := insertExample(t, admin, newType, "ship-1", "Shipped", `{"n": [1, 2.50, null, []]}`)
+	var beforeLast uint64
+	if err := admin.QueryRow(context.Background(), `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`).Scan(&beforeLast); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(topic string, from map[int]int64, id, key, evType, value string) {
+		t.Helper()
+		msgs := testbed.Consume(t, topic, from, 1, 30*time.Second, time.Second)
+		if len(msgs) != 1 {
+			t.Fatalf("topic %s: %d records, want exactly 1 (UPDATE, DELETE and rollback must send nothing)", topic, len(msgs))
+		}
+		m := msgs[0]
+		if len(m.Headers) != 2 || m.Headers[0].Key != "id" || m.Headers[1].Key != "eventType" {
+			t.Errorf("topic %s: headers %v; want id then eventType", topic, m.Headers)
+		}
+		if got, _ := header(m, "id"); got != id {
+			t.Errorf("topic %s: header id %q, want %q", topic, got, id)
+		}
+		if got, _ := header(m, "eventType"); got != evType {
+			t.Errorf("topic %s: header eventType %q, want %q", topic, got, evType)
+		}
+		if string(m.Key) != key {
+			t.Errorf("topic %s: key %q, want %q", topic, m.Key, key)
+		}
+		if string(m.Value) != value {
+			t.Errorf("topic %s: value %s, want %s", topic, m.Value, value)
+		}
+	}
+	check("orders", fromOrders, orderID, "9191642889", "paid", `{"orderId":9191642889,"payableAmount":199.00}`)
+	check("payments", fromPayments, payID, "pay-889900", "PaymentSucceeded", `{"channel":"wallet","paymentId":"pay-889900"}`)
+	check(newType, nil, shipID, "ship-1", "Shipped", `{"n":[1,2.50,null,[]]}`)
+
+	if err := r.stop(t); err != nil {
+		t.Fatalf("relay stopped with %v; want an orderly stop", err)
+	}
+	if got := testbed.ConfirmedFlush(t, admin, "public_outbox"); got <= beforeLast {
+		t.Errorf("after an orderly stop the slot confirmed %X; want past the last commit (after %X)", got, beforeLast)
+	}
+}
