@@ -1,0 +1,614 @@
+package sink
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+)
+
+// Defaults. Where they differ from the Java producer's, the field doc says why.
+const (
+	DefaultClientID        = "outboxrelay"
+	DefaultLinger          = 5 * time.Millisecond
+	DefaultBatchBytes      = 256 << 10
+	DefaultMaxRequestSize  = 1 << 20
+	DefaultBufferMemory    = 32 << 20
+	DefaultRequestTimeout  = 30 * time.Second
+	DefaultRetryBackoff    = 100 * time.Millisecond
+	DefaultRetryBackoffMax = time.Second
+	DefaultMetadataMaxAge  = 5 * time.Minute
+)
+
+// Config is the Kafka side of outboxrelay. Build it with ParseConfig from the
+// Kafka keys users already write for Kafka Connect, or fill it in code and
+// call Validate, which applies the defaults and checks cross-field rules.
+type Config struct {
+	// Brokers: bootstrap.servers, comma separated host:port. Required.
+	Brokers []string
+	// ClientID: client.id. Default "outboxrelay".
+	ClientID string
+
+	// Linger: linger.ms. How long a partition waits for more records before
+	// sending a batch that is not full. Default 5 ms (Kafka 4's default).
+	Linger time.Duration
+	// BatchBytes: batch.size, the most record bytes in one produce request
+	// for one partition. Default 256 KiB, not Java's 16 KiB: outboxrelay keeps
+	// a single request in flight per partition (that is what keeps per-key
+	// order across retries), so one batch must carry what Java spreads over
+	// five in-flight requests.
+	BatchBytes int
+	// Compression: compression.type: none (default), gzip, snappy, lz4, zstd.
+	Compression kafka.Compression
+	// MaxRequestSize: max.request.size. Default 1048576. A record bigger than
+	// this is rejected before sending (ErrRecordTooLarge); batches never
+	// exceed it.
+	MaxRequestSize int
+	// BufferMemory: buffer.memory. The most bytes of records accepted by Send
+	// and not yet acknowledged; Send blocks beyond it. It is a guard only: the
+	// relay's own in-flight budget (invariant 5) should be smaller. Default
+	// 32 MiB, as in Java.
+	BufferMemory int64
+	// RequestTimeout: request.timeout.ms. Default 30 s. A request that times
+	// out is retried (the broker may have written it: at-least-once).
+	RequestTimeout time.Duration
+	// RetryBackoff, RetryBackoffMax: retry.backoff.ms (100 ms) and
+	// retry.backoff.max.ms (1 s). Transient failures are retried forever with
+	// this capped exponential backoff; Java's `retries` has no equivalent.
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
+	// MetadataMaxAge: metadata.max.age.ms. Partition counts older than this
+	// are fetched again before routing. Default 5 min, as in Java.
+	MetadataMaxAge time.Duration
+
+	// SecurityProtocol: security.protocol: PLAINTEXT (default), SSL,
+	// SASL_PLAINTEXT, SASL_SSL.
+	SecurityProtocol string
+	// SASLMechanism: sasl.mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
+	SASLMechanism string
+	// SASLUsername, SASLPassword: from sasl.jaas.config
+	// (`... required username="u" password="p";`). Never logged.
+	SASLUsername string
+	SASLPassword string
+	// TLS files, all PEM. TLSCAFile: ssl.truststore.location with
+	// ssl.truststore.type=PEM, or ssl.ca.location. Empty: the system roots.
+	// TLSCertFile/TLSKeyFile: ssl.certificate.location / ssl.key.location,
+	// or ssl.keystore.location with ssl.keystore.type=PEM (one file holding
+	// the certificate chain and an unencrypted private key).
+	TLSCAFile   string
+	TLSCertFile string
+	TLSKeyFile  string
+	// TLSSkipHostnameCheck: ssl.endpoint.identification.algorithm set to the
+	// empty string, as in Java; the certificate chain is still verified.
+	TLSSkipHostnameCheck bool
+
+	// TopicPartitions, TopicReplicationFactor:
+	// topic.creation.default.partitions / .replication.factor. With both set
+	// (non-zero; -1 = broker default) missing topics are created with them.
+	TopicPartitions        int
+	TopicReplicationFactor int
+	// AllowAutoCreateTopics: allow.auto.create.topics (default true, as in
+	// Java). When topic creation is not configured, a missing topic may
+	// still be created by the broker's auto.create.topics.enable rule, as it
+	// would under Kafka Connect; if the broker does not, sending fails with
+	// ErrTopicMissing.
+	AllowAutoCreateTopics bool
+
+	// DeadLetterTopic: errors.deadletterqueue.topic.name. Empty: no
+	// dead-letter topic. Created when missing with one partition, as
+	// Connect does, and DeadLetterReplicationFactor.
+	DeadLetterTopic string
+	// DeadLetterReplicationFactor:
+	// errors.deadletterqueue.topic.replication.factor. Default: the
+	// topic.creation replication factor when set, else -1 (broker default;
+	// Connect's own default of 3 fails on a single-broker cluster).
+	DeadLetterReplicationFactor int
+}
+
+// Config keys, as Kafka Connect users write them.
+const (
+	KeyBootstrapServers      = "bootstrap.servers"
+	KeyClientID              = "client.id"
+	KeyAcks                  = "acks"
+	KeyLinger                = "linger.ms"
+	KeyBatchSize             = "batch.size"
+	KeyCompression           = "compression.type"
+	KeyMaxRequestSize        = "max.request.size"
+	KeyBufferMemory          = "buffer.memory"
+	KeyRequestTimeout        = "request.timeout.ms"
+	KeyRetryBackoff          = "retry.backoff.ms"
+	KeyRetryBackoffMax       = "retry.backoff.max.ms"
+	KeyMetadataMaxAge        = "metadata.max.age.ms"
+	KeyRetries               = "retries"
+	KeyIdempotence           = "enable.idempotence"
+	KeyMaxInFlight           = "max.in.flight.requests.per.connection"
+	KeySecurityProtocol      = "security.protocol"
+	KeySASLMechanism         = "sasl.mechanism"
+	KeySASLJAASConfig        = "sasl.jaas.config"
+	KeyTruststoreLocation    = "ssl.truststore.location"
+	KeyTruststoreType        = "ssl.truststore.type"
+	KeyTruststorePassword    = "ssl.truststore.password"
+	KeyKeystoreLocation      = "ssl.keystore.location"
+	KeyKeystoreType          = "ssl.keystore.type"
+	KeyKeystorePassword      = "ssl.keystore.password"
+	KeyKeyPassword           = "ssl.key.password"
+	KeyCALocation            = "ssl.ca.location"
+	KeyCertificateLocation   = "ssl.certificate.location"
+	KeyKeyLocation           = "ssl.key.location"
+	KeyEndpointIdentify      = "ssl.endpoint.identification.algorithm"
+	KeyTopicPartitions       = "topic.creation.default.partitions"
+	KeyTopicReplication      = "topic.creation.default.replication.factor"
+	KeyAllowAutoCreateTopics = "allow.auto.create.topics"
+	KeyDLQTopic              = "errors.deadletterqueue.topic.name"
+	KeyDLQReplication        = "errors.deadletterqueue.topic.replication.factor"
+)
+
+var knownKeys = map[string]bool{
+	KeyBootstrapServers: true, KeyClientID: true, KeyAcks: true, KeyLinger: true,
+	KeyBatchSize: true, KeyCompression: true, KeyMaxRequestSize: true,
+	KeyBufferMemory: true, KeyRequestTimeout: true, KeyRetryBackoff: true,
+	KeyRetryBackoffMax: true, KeyMetadataMaxAge: true, KeyRetries: true,
+	KeyIdempotence: true, KeyMaxInFlight: true, KeySecurityProtocol: true,
+	KeySASLMechanism: true, KeySASLJAASConfig: true, KeyTruststoreLocation: true,
+	KeyTruststoreType: true, KeyTruststorePassword: true, KeyKeystoreLocation: true,
+	KeyKeystoreType: true, KeyKeystorePassword: true, KeyKeyPassword: true,
+	KeyCALocation: true, KeyCertificateLocation: true, KeyKeyLocation: true,
+	KeyEndpointIdentify: true, KeyTopicPartitions: true, KeyTopicReplication: true,
+	KeyAllowAutoCreateTopics: true, KeyDLQTopic: true, KeyDLQReplication: true,
+}
+
+// KnownKey reports whether ParseConfig reads key, so the caller can warn
+// about the keys nobody reads.
+func KnownKey(key string) bool { return knownKeys[key] }
+
+// ParseConfig reads the Kafka keys of kv (keys it does not know are left to
+// the caller, see KnownKey) and returns a validated Config. Every error names
+// the key and what to write instead; no error contains a password.
+func ParseConfig(kv map[string]string) (Config, error) {
+	c := Config{AllowAutoCreateTopics: true}
+	p := parser{kv: kv}
+
+	if v, ok := p.get(KeyBootstrapServers); ok {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				c.Brokers = append(c.Brokers, b)
+			}
+		}
+	}
+	c.ClientID, _ = p.get(KeyClientID)
+	if v, ok := p.get(KeyAcks); ok && v != "all" && v != "-1" {
+		p.fail(fmt.Errorf("%s=%s: outboxrelay always uses acks=all (an LSN is confirmed only after every in-sync replica has the record); remove the key or set it to all", KeyAcks, v))
+	}
+	// Retries and idempotence: we retry forever and keep one batch per
+	// partition in flight; a setting that asks for something else cannot be
+	// honoured, and silently ignoring it would surprise.
+	if v, ok := p.get(KeyRetries); ok && v != "2147483647" {
+		p.fail(fmt.Errorf("%s=%s: outboxrelay retries transient failures forever so that per-key order holds; remove the key", KeyRetries, v))
+	}
+	if v, ok := p.get(KeyIdempotence); ok && !strings.EqualFold(v, "false") {
+		p.fail(fmt.Errorf("%s=%s: the idempotent producer is not supported (order is kept by one batch in flight per partition instead); remove the key or set it to false", KeyIdempotence, v))
+	}
+	if _, ok := p.get(KeyMaxInFlight); ok {
+		p.int(KeyMaxInFlight) // any positive value is honoured: we never exceed one per partition
+	}
+	c.Linger = p.millis(KeyLinger)
+	c.BatchBytes = p.int(KeyBatchSize)
+	if v, ok := p.get(KeyCompression); ok {
+		comp, err := parseCompression(v)
+		if err != nil {
+			p.fail(err)
+		}
+		c.Compression = comp
+	}
+	c.MaxRequestSize = p.int(KeyMaxRequestSize)
+	c.BufferMemory = int64(p.int(KeyBufferMemory))
+	c.RequestTimeout = p.millis(KeyRequestTimeout)
+	c.RetryBackoff = p.millis(KeyRetryBackoff)
+	c.RetryBackoffMax = p.millis(KeyRetryBackoffMax)
+	c.MetadataMaxAge = p.millis(KeyMetadataMaxAge)
+
+	c.SecurityProtocol, _ = p.get(KeySecurityProtocol)
+	c.SASLMechanism, _ = p.get(KeySASLMechanism)
+	if v, ok := p.get(KeySASLJAASConfig); ok {
+		u, pw, err := parseJAAS(v)
+		if err != nil {
+			p.fail(err)
+		}
+		c.SASLUsername, c.SASLPassword = u, pw
+	}
+	p.parseTLS(&c)
+
+	c.TopicPartitions = p.int(KeyTopicPartitions)
+	c.TopicReplicationFactor = p.int(KeyTopicReplication)
+	if v, ok := p.get(KeyAllowAutoCreateTopics); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			p.fail(fmt.Errorf("%s=%q: want true or false", KeyAllowAutoCreateTopics, v))
+		}
+		c.AllowAutoCreateTopics = b
+	}
+	c.DeadLetterTopic, _ = p.get(KeyDLQTopic)
+	c.DeadLetterReplicationFactor = p.int(KeyDLQReplication)
+
+	if err := errors.Join(p.errs...); err != nil {
+		return Config{}, fmt.Errorf("sink config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (p *parser) parseTLS(c *Config) {
+	if typ, ok := p.get(KeyTruststoreType); ok && !strings.EqualFold(typ, "PEM") {
+		p.fail(fmt.Errorf("%s=%s: only PEM trust stores are supported; convert it (keytool -exportcert -rfc) and set %s=PEM, or use %s", KeyTruststoreType, typ, KeyTruststoreType, KeyCALocation))
+	}
+	if typ, ok := p.get(KeyKeystoreType); ok && !strings.EqualFold(typ, "PEM") {
+		p.fail(fmt.Errorf("%s=%s: only PEM key stores are supported; use a PEM file with the certificate chain and an unencrypted key, or %s and %s", KeyKeystoreType, typ, KeyCertificateLocation, KeyKeyLocation))
+	}
+	// PEM files need no store password; an encrypted private key is not
+	// supported (Go's standard library dropped legacy PEM decryption).
+	if _, ok := p.get(KeyKeyPassword); ok {
+		p.fail(fmt.Errorf("%s is set: encrypted private keys are not supported; decrypt the key (openssl pkey) and remove %s", KeyKeyPassword, KeyKeyPassword))
+	}
+	p.get(KeyTruststorePassword) // meaningless for PEM trust stores: accepted and ignored
+	p.get(KeyKeystorePassword)
+
+	ts, hasTS := p.get(KeyTruststoreLocation)
+	ca, hasCA := p.get(KeyCALocation)
+	if hasTS && hasCA && ts != ca {
+		p.fail(fmt.Errorf("%s and %s name different files; set one", KeyTruststoreLocation, KeyCALocation))
+	}
+	c.TLSCAFile = ts
+	if hasCA {
+		c.TLSCAFile = ca
+	}
+	if ks, ok := p.get(KeyKeystoreLocation); ok {
+		c.TLSCertFile, c.TLSKeyFile = ks, ks
+	}
+	if v, ok := p.get(KeyCertificateLocation); ok {
+		c.TLSCertFile = v
+	}
+	if v, ok := p.get(KeyKeyLocation); ok {
+		c.TLSKeyFile = v
+	}
+	if v, ok := p.get(KeyEndpointIdentify); ok {
+		switch strings.ToLower(v) {
+		case "":
+			c.TLSSkipHostnameCheck = true
+		case "https":
+		default:
+			p.fail(fmt.Errorf("%s=%s: want https (default) or the empty string", KeyEndpointIdentify, v))
+		}
+	}
+}
+
+// Validate applies defaults and checks the rules that span fields.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, fmt.Errorf("%s is required (host:port[,host:port])", KeyBootstrapServers))
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	setDefault(&c.Linger, DefaultLinger)
+	setDefault(&c.BatchBytes, DefaultBatchBytes)
+	setDefault(&c.MaxRequestSize, DefaultMaxRequestSize)
+	setDefault(&c.BufferMemory, DefaultBufferMemory)
+	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
+	setDefault(&c.RetryBackoff, DefaultRetryBackoff)
+	setDefault(&c.RetryBackoffMax, DefaultRetryBackoffMax)
+	setDefault(&c.MetadataMaxAge, DefaultMetadataMaxAge)
+	if c.Linger < 0 {
+		errs = append(errs, fmt.Errorf("%s must not be negative", KeyLinger))
+	}
+	for _, f := range []struct {
+		key string
+		v   int64
+	}{{KeyBatchSize, int64(c.BatchBytes)}, {KeyMaxRequestSize, int64(c.MaxRequestSize)}, {KeyBufferMemory, c.BufferMemory},
+		{KeyRequestTimeout, int64(c.RequestTimeout)}, {KeyRetryBackoff, int64(c.RetryBackoff)}, {KeyRetryBackoffMax, int64(c.RetryBackoffMax)}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", f.key))
+		}
+	}
+	// A record that fits a request must also fit the send buffer, or Send
+	// would wait for room that can never exist.
+	if int64(c.MaxRequestSize) > c.BufferMemory {
+		errs = append(errs, fmt.Errorf("%s (%d) is larger than %s (%d); raise %s", KeyMaxRequestSize, c.MaxRequestSize, KeyBufferMemory, c.BufferMemory, KeyBufferMemory))
+	}
+	if c.RetryBackoffMax < c.RetryBackoff {
+		c.RetryBackoffMax = c.RetryBackoff
+	}
+	switch c.Compression {
+	case 0, kafka.Gzip, kafka.Snappy, kafka.Lz4, kafka.Zstd:
+	default:
+		errs = append(errs, fmt.Errorf("%s: unknown codec %d", KeyCompression, c.Compression))
+	}
+	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateTopicCreation()...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sink config: %w", err)
+	}
+	return nil
+}
+
+func (c *Config) validateSecurity() []error {
+	var errs []error
+	if c.SecurityProtocol == "" {
+		c.SecurityProtocol = "PLAINTEXT"
+	}
+	c.SecurityProtocol = strings.ToUpper(c.SecurityProtocol)
+	useSASL := false
+	switch c.SecurityProtocol {
+	case "PLAINTEXT", "SSL":
+	case "SASL_PLAINTEXT", "SASL_SSL":
+		useSASL = true
+	default:
+		errs = append(errs, fmt.Errorf("%s=%s: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", KeySecurityProtocol, c.SecurityProtocol))
+	}
+	if !useSASL {
+		return errs
+	}
+	if c.SASLMechanism == "" {
+		c.SASLMechanism = "GSSAPI" // Java's default, which we then reject with a clear message
+	}
+	c.SASLMechanism = strings.ToUpper(c.SASLMechanism)
+	switch c.SASLMechanism {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		errs = append(errs, fmt.Errorf("%s=%s is not supported with %s=%s: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", KeySASLMechanism, c.SASLMechanism, KeySecurityProtocol, c.SecurityProtocol))
+	}
+	if c.SASLUsername == "" {
+		errs = append(errs, fmt.Errorf("%s=%s needs %s with username=\"…\" password=\"…\"", KeySecurityProtocol, c.SecurityProtocol, KeySASLJAASConfig))
+	}
+	return errs
+}
+
+func (c *Config) validateTopicCreation() []error {
+	var errs []error
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{KeyTopicPartitions, c.TopicPartitions}, {KeyTopicReplication, c.TopicReplicationFactor}, {KeyDLQReplication, c.DeadLetterReplicationFactor}} {
+		if f.v < -1 {
+			errs = append(errs, fmt.Errorf("%s=%d: want a positive number or -1 (broker default)", f.key, f.v))
+		}
+	}
+	// Connect creates topics only when both keys are set; one alone is
+	// almost certainly a typo, so say so instead of silently not creating.
+	if (c.TopicPartitions == 0) != (c.TopicReplicationFactor == 0) {
+		errs = append(errs, fmt.Errorf("%s and %s must be set together (-1 = broker default) to create missing topics", KeyTopicPartitions, KeyTopicReplication))
+	}
+	if c.DeadLetterReplicationFactor == 0 {
+		c.DeadLetterReplicationFactor = -1
+		if c.TopicReplicationFactor != 0 {
+			c.DeadLetterReplicationFactor = c.TopicReplicationFactor
+		}
+	}
+	return errs
+}
+
+// createsTopics reports whether missing topics are created with
+// TopicPartitions and TopicReplicationFactor.
+func (c *Config) createsTopics() bool { return c.TopicPartitions != 0 && c.TopicReplicationFactor != 0 }
+
+// String describes the config with the password redacted.
+func (c Config) String() string {
+	pw := ""
+	if c.SASLPassword != "" {
+		pw = "[redacted]"
+	}
+	return fmt.Sprintf("sink.Config{brokers=%s security=%s sasl=%s user=%q password=%s linger=%s batch.size=%d max.request.size=%d compression=%s}",
+		strings.Join(c.Brokers, ","), c.SecurityProtocol, c.SASLMechanism, c.SASLUsername, pw, c.Linger, c.BatchBytes, c.MaxRequestSize, compressionName(c.Compression))
+}
+
+// LogValue lets slog print the config without the password.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.String(KeyBootstrapServers, strings.Join(c.Brokers, ",")),
+		slog.String(KeySecurityProtocol, c.SecurityProtocol),
+		slog.Duration(KeyLinger, c.Linger),
+		slog.Int(KeyBatchSize, c.BatchBytes),
+		slog.Int(KeyMaxRequestSize, c.MaxRequestSize),
+		slog.String(KeyCompression, compressionName(c.Compression)),
+	}
+	if c.SASLMechanism != "" {
+		attrs = append(attrs, slog.String(KeySASLMechanism, c.SASLMechanism), slog.String("sasl.username", c.SASLUsername))
+	}
+	if c.SASLPassword != "" {
+		attrs = append(attrs, slog.String("sasl.password", "[redacted]"))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// transport builds the kafka-go transport (TLS, SASL) the producer and its
+// admin calls share. It reads the PEM files, so a missing file fails here,
+// naming its key.
+func (c *Config) transport() (*kafka.Transport, error) {
+	t := &kafka.Transport{ClientID: c.ClientID, DialTimeout: 10 * time.Second}
+	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
+		tc, err := c.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		t.TLS = tc
+	}
+	if c.SecurityProtocol == "SASL_PLAINTEXT" || c.SecurityProtocol == "SASL_SSL" {
+		t.SASL = c.saslMechanism()
+	}
+	return t, nil
+}
+
+func (c *Config) saslMechanism() sasl.Mechanism {
+	switch c.SASLMechanism {
+	case "SCRAM-SHA-256":
+		return newSCRAM(scramSHA256, c.SASLUsername, c.SASLPassword)
+	case "SCRAM-SHA-512":
+		return newSCRAM(scramSHA512, c.SASLUsername, c.SASLPassword)
+	default:
+		return plain.Mechanism{Username: c.SASLUsername, Password: c.SASLPassword}
+	}
+}
+
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.TLSCAFile != "" {
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", KeyTruststoreLocation, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s=%s: no PEM certificate found in the file", KeyTruststoreLocation, c.TLSCAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if c.TLSCertFile != "" || c.TLSKeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading client certificate (%s / %s): %w", KeyCertificateLocation, KeyKeyLocation, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if c.TLSSkipHostnameCheck {
+		// Java's empty ssl.endpoint.identification.algorithm still checks
+		// the chain, only not the host name: do the same by hand.
+		tc.InsecureSkipVerify = true
+		roots := tc.RootCAs
+		tc.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
+			return verifyChainOnly(raw, roots)
+		}
+	}
+	return tc, nil
+}
+
+func verifyChainOnly(raw [][]byte, roots *x509.CertPool) error {
+	if len(raw) == 0 {
+		return errors.New("tls: broker sent no certificate")
+	}
+	certs := make([]*x509.Certificate, len(raw))
+	for i, r := range raw {
+		c, err := x509.ParseCertificate(r)
+		if err != nil {
+			return fmt.Errorf("tls: parsing broker certificate: %w", err)
+		}
+		certs[i] = c
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
+	return err
+}
+
+var jaasOption = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+
+// parseJAAS extracts username and password from a sasl.jaas.config value
+// such as `org.apache.kafka.common.security.scram.ScramLoginModule required
+// username="u" password="p";`. Errors never quote the value: it holds the
+// password.
+func parseJAAS(v string) (user, password string, err error) {
+	v = strings.TrimSpace(v)
+	mod, _, _ := strings.Cut(v, " ")
+	switch {
+	case strings.HasSuffix(mod, "PlainLoginModule"), strings.HasSuffix(mod, "ScramLoginModule"):
+	default:
+		return "", "", fmt.Errorf("%s: login module %q is not supported; use PlainLoginModule or ScramLoginModule", KeySASLJAASConfig, mod)
+	}
+	for _, m := range jaasOption.FindAllStringSubmatch(v, -1) {
+		val := strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
+		switch m[1] {
+		case "username":
+			user = val
+		case "password":
+			password = val
+		}
+	}
+	if user == "" || password == "" {
+		return "", "", fmt.Errorf("%s: want %s required username=\"…\" password=\"…\"; (username or password missing)", KeySASLJAASConfig, mod)
+	}
+	return user, password, nil
+}
+
+func parseCompression(v string) (kafka.Compression, error) {
+	switch strings.ToLower(v) {
+	case "none", "":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("%s=%s: want none, gzip, snappy, lz4 or zstd", KeyCompression, v)
+}
+
+func compressionName(c kafka.Compression) string {
+	if c == 0 {
+		return "none"
+	}
+	return c.String()
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// parser collects every error of a key map so a user fixes them all at once.
+type parser struct {
+	kv   map[string]string
+	errs []error
+}
+
+func (p *parser) get(key string) (string, bool) {
+	v, ok := p.kv[key]
+	return strings.TrimSpace(v), ok
+}
+
+func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
+
+func (p *parser) int(key string) int {
+	v, ok := p.get(key)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		p.fail(fmt.Errorf("%s=%q: want an integer", key, v))
+	}
+	return n
+}
+
+func (p *parser) millis(key string) time.Duration {
+	v, ok := p.get(key)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		p.fail(fmt.Errorf("%s=%q: want a non-negative number of milliseconds", key, v))
+		return 0
+	}
+	if n == 0 && key == KeyLinger {
+		// linger.ms=0 means "send at once"; keep it distinct from unset.
+		return time.Nanosecond
+	}
+	return time.Duration(n) * time.Millisecond
+}

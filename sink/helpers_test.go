@@ -1,0 +1,213 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// newCluster starts an in-process kfake broker; it is closed after the test.
+func newCluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, string) {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatalf("starting kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c, c.ListenAddrs()[0]
+}
+
+// fastConfig is a config with short backoffs so retry tests run quickly.
+func fastConfig(brokers ...string) Config {
+	return Config{
+		Brokers:         brokers,
+		Linger:          2 * time.Millisecond,
+		RetryBackoff:    5 * time.Millisecond,
+		RetryBackoffMax: 50 * time.Millisecond,
+		RequestTimeout:  5 * time.Second,
+	}
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func newTestProducer(t testing.TB, cfg Config) *Producer {
+	t.Helper()
+	p, err := NewProducer(cfg, testLogger(t))
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// acks records every onAck call by event id, to check "exactly once".
+type acks struct {
+	mu    sync.Mutex
+	count map[string]int
+	errs  map[string]error
+	order []string // ack order, for per-partition callback order
+}
+
+func newAcks() *acks { return &acks{count: map[string]int{}, errs: map[string]error{}} }
+
+func (a *acks) cb(id string) func(error) {
+	return func(err error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.count[id]++
+		if err != nil {
+			a.errs[id] = err
+		}
+		a.order = append(a.order, id)
+	}
+}
+
+// exactlyOnce fails unless each of ids was acknowledged exactly once.
+func (a *acks) exactlyOnce(t testing.TB, ids []string) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range ids {
+		if n := a.count[id]; n != 1 {
+			t.Errorf("event %s acknowledged %d times, want exactly 1", id, n)
+		}
+	}
+	if len(a.count) != len(ids) {
+		t.Errorf("%d events acknowledged, %d sent", len(a.count), len(ids))
+	}
+}
+
+func (a *acks) err(id string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.errs[id]
+}
+
+// readTopic reads every record of every partition of topic, up to the end
+// offsets at the time of the call, with kafka-go's Reader.
+func readTopic(t testing.TB, brokers []string, topic string) map[int][]kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Its own transport, closed at the end, so leak checks see nothing of it.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
+		t.Fatalf("metadata of %s: %v %+v", topic, err, meta)
+	}
+	req := map[string][]kafka.OffsetRequest{}
+	for _, pt := range meta.Topics[0].Partitions {
+		req[topic] = append(req[topic], kafka.LastOffsetOf(pt.ID))
+	}
+	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: req})
+	if err != nil {
+		t.Fatalf("list offsets of %s: %v", topic, err)
+	}
+	out := map[int][]kafka.Message{}
+	for _, po := range offs.Topics[topic] {
+		if po.Error != nil {
+			t.Fatalf("offsets of %s/%d: %v", topic, po.Partition, po.Error)
+		}
+		if po.LastOffset == 0 {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: po.Partition, MaxWait: 100 * time.Millisecond})
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				t.Fatalf("reading %s/%d: %v (have %d of %d)", topic, po.Partition, err, len(out[po.Partition]), po.LastOffset)
+			}
+			out[po.Partition] = append(out[po.Partition], m)
+			if m.Offset >= po.LastOffset-1 {
+				break
+			}
+		}
+		r.Close()
+	}
+	return out
+}
+
+// checkKeyOrder checks that, per key, the sequence numbers in the values
+// read back are 0, 1, 2, ... with no gap, duplicate or reordering, and that
+// each key stayed on one partition.
+func checkKeyOrder(t testing.TB, got map[int][]kafka.Message, perKey int) {
+	t.Helper()
+	checkFirstDeliveryOrder(t, got, perKey, false)
+}
+
+// checkFirstDeliveryOrder is checkKeyOrder that, with dups, accepts
+// re-deliveries of records already seen (a retried request the broker had
+// written: at-least-once) as long as first deliveries are in order.
+func checkFirstDeliveryOrder(t testing.TB, got map[int][]kafka.Message, perKey int, dups bool) {
+	t.Helper()
+	next := map[string]int{}
+	home := map[string]int{}
+	for part, msgs := range got {
+		for _, m := range msgs {
+			k := string(m.Key)
+			if h, ok := home[k]; ok && h != part {
+				t.Fatalf("key %s on partitions %d and %d", k, h, part)
+			}
+			home[k] = part
+			var seq int
+			if _, err := fmt.Sscanf(string(m.Value), "seq=%d", &seq); err != nil {
+				t.Fatalf("value %q: %v", m.Value, err)
+			}
+			if dups && seq < next[k] {
+				continue
+			}
+			if seq != next[k] {
+				t.Fatalf("key %s: got seq %d at offset %d of partition %d, want %d (order broken or record lost/duplicated)", k, seq, m.Offset, part, next[k])
+			}
+			next[k]++
+		}
+	}
+	for k, n := range next {
+		if n != perKey {
+			t.Errorf("key %s: %d records read, want %d", k, n, perKey)
+		}
+	}
+}
+
+// sendKeyed sends perKey records for each of keys, interleaved, with values
+// "seq=N", and returns the event ids in send order.
+func sendKeyed(t testing.TB, p *Producer, a *acks, topic string, keys, perKey int) []string {
+	t.Helper()
+	var ids []string
+	ctx := context.Background()
+	for i := 0; i < perKey; i++ {
+		for k := 0; k < keys; k++ {
+			id := fmt.Sprintf("k%d-%d", k, i)
+			r := Record{Topic: topic, Partition: -1, Key: []byte(fmt.Sprintf("key-%d", k)), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}
+			if err := p.Send(ctx, r, a.cb(id)); err != nil {
+				t.Fatalf("Send %s: %v", id, err)
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func flush(t testing.TB, p *Producer, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}

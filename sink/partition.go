@@ -1,0 +1,200 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// partitionWorker owns one topic-partition: an ordered queue and the one
+// goroutine that sends it, one batch at a time. Its queue holds only records
+// counted in the producer's budget (buffer.memory, and below it the relay's
+// in-flight budget), so it needs no bound of its own.
+type partitionWorker struct {
+	p   *Producer
+	key topicPartition
+
+	mu     sync.Mutex
+	queue  []*pending
+	queued int // bytes in queue, by recordSize
+	closed bool
+	wake   chan struct{} // capacity 1: "the queue changed"
+
+	reader batchReader // reused by every produce request of this worker
+}
+
+func newPartitionWorker(p *Producer, key topicPartition) *partitionWorker {
+	return &partitionWorker{p: p, key: key, wake: make(chan struct{}, 1)}
+}
+
+// push appends pe; false when the worker has stopped (the producer closes).
+func (w *partitionWorker) push(pe *pending) bool {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
+	pe.queued = time.Now()
+	w.queue = append(w.queue, pe)
+	w.queued += pe.size
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+	return true
+}
+
+func (w *partitionWorker) run() {
+	defer w.p.wg.Done()
+	for {
+		batch := w.next()
+		if batch == nil {
+			break
+		}
+		w.deliver(batch)
+	}
+	w.mu.Lock()
+	w.closed = true
+	rest := w.queue
+	w.queue, w.queued = nil, 0
+	w.mu.Unlock()
+	for _, pe := range rest {
+		w.p.ack(pe, ErrClosed)
+	}
+}
+
+// next waits for records and returns the next batch: the oldest records up
+// to batch.size (and max.request.size), once the batch is full or its oldest
+// record has waited linger.ms. nil when the producer closes.
+func (w *partitionWorker) next() []*pending {
+	limit := min(w.p.cfg.BatchBytes, w.p.cfg.MaxRequestSize) - batchOverhead
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		w.mu.Lock()
+		var wait time.Duration
+		if len(w.queue) > 0 {
+			wait = w.p.cfg.Linger - time.Since(w.queue[0].queued)
+			if wait <= 0 || w.queued >= limit {
+				batch := w.takeLocked(limit)
+				w.mu.Unlock()
+				return batch
+			}
+		}
+		w.mu.Unlock()
+
+		var lingerDone <-chan time.Time
+		if wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			lingerDone = timer.C
+		}
+		select {
+		case <-w.wake:
+		case <-lingerDone:
+		case <-w.p.ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (w *partitionWorker) takeLocked(limit int) []*pending {
+	n, bytes := 0, 0
+	for n < len(w.queue) && (n == 0 || bytes+w.queue[n].size <= limit) {
+		bytes += w.queue[n].size
+		n++
+	}
+	batch := make([]*pending, n)
+	copy(batch, w.queue)
+	clear(w.queue[:n]) // drop references so acknowledged records can be freed
+	w.queue = w.queue[n:]
+	w.queued -= bytes
+	return batch
+}
+
+// deliver sends batch until it succeeds or fails for good, then acks it.
+// When a batch fails for good it is sent again one record at a time, in
+// order, so that only the records Kafka refuses fail (a batch-level
+// MESSAGE_TOO_LARGE usually means one big record, not all of them).
+func (w *partitionWorker) deliver(batch []*pending) {
+	err := w.produceRetrying(batch)
+	if err == nil || errors.Is(err, ErrClosed) || len(batch) == 1 {
+		for _, pe := range batch {
+			w.p.ack(pe, err)
+		}
+		return
+	}
+	w.p.log.Warn("batch refused; resending its records one by one to find the refused ones",
+		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "error", err)
+	for _, pe := range batch {
+		w.p.ack(pe, w.produceRetrying([]*pending{pe}))
+	}
+}
+
+// produceRetrying sends batch, retrying transient failures with capped
+// exponential backoff until it succeeds, fails for good, or the producer
+// closes (ErrClosed). Nothing else of the partition is sent meanwhile: that
+// is what keeps per-key order across retries and outages.
+func (w *partitionWorker) produceRetrying(batch []*pending) error {
+	rl := retryLog{log: w.p.log, what: "produce", attrs: []any{
+		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].eventID,
+	}}
+	for {
+		err := w.produce(batch)
+		if err == nil {
+			rl.recovered()
+			return nil
+		}
+		if w.p.ctx.Err() != nil {
+			return ErrClosed
+		}
+		if !retryable(err) {
+			return err
+		}
+		if staleLeader(err) {
+			w.p.refreshMetadata()
+		}
+		wait := w.p.backoff(rl.attempt + 1)
+		rl.failed(err, wait)
+		if !w.p.sleep(wait) {
+			return ErrClosed
+		}
+	}
+}
+
+func (w *partitionWorker) produce(batch []*pending) error {
+	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
+	defer cancel()
+	w.reader.reset(batch)
+	res, err := w.p.client.Produce(ctx, &kafka.ProduceRequest{
+		Topic:        w.key.topic,
+		Partition:    w.key.partition,
+		RequiredAcks: kafka.RequireAll,
+		Compression:  w.p.cfg.Compression,
+		Records:      &w.reader,
+	})
+	w.reader.reset(nil)
+	if err != nil {
+		return err
+	}
+	return res.Error
+}
+
+// staleLeader reports errors after which kafka-go's cached cluster layout
+// must be fetched again before the retry can succeed.
+func staleLeader(err error) bool {
+	return errors.Is(err, kafka.NotLeaderForPartition) || errors.Is(err, kafka.LeaderNotAvailable) ||
+		errors.Is(err, kafka.UnknownTopicOrPartition) || errors.Is(err, kafka.BrokerNotAvailable) ||
+		errors.Is(err, kafka.FencedLeaderEpoch) || errors.Is(err, kafka.UnknownLeaderEpoch)
+}

@@ -1,0 +1,155 @@
+package sink
+
+import (
+	"io"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// Record is one Kafka record to send.
+type Record struct {
+	Topic string
+	// Partition is the partition to write to, or -1 to let the producer pick:
+	// Java's murmur2 of the key, or any partition for a null key.
+	Partition int
+	// Key and Value: nil means null (a null value is a tombstone); an empty
+	// non-nil slice is an empty byte string.
+	Key, Value []byte
+	Headers    []Header
+	// Timestamp is the record's CreateTime; zero means the time Send was called.
+	Timestamp time.Time
+	// EventID names the record in errors and logs (the outbox event id).
+	EventID string
+}
+
+// Header is one record header. A nil Value is a null header value.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// pending is a record owned by the producer from Send until its
+// acknowledgement. Its bytes live in one allocation, so a caller may reuse
+// its buffers as soon as Send returns.
+type pending struct {
+	topic     string
+	partition int // -1 until routed
+	key       []byte
+	value     []byte
+	headers   []kafka.Header
+	time      time.Time
+	eventID   string
+	size      int // recordSize: bytes inside a batch, at most
+	onAck     func(error)
+	queued    time.Time // when it entered its partition queue, for linger.ms
+}
+
+// newPending copies r into memory the producer owns: all key, value and
+// header bytes share one buffer.
+func newPending(r Record, size int, onAck func(error)) *pending {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	take := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		start := len(buf)
+		buf = append(buf, b...)
+		return buf[start:len(buf):len(buf)]
+	}
+	p := &pending{
+		topic:     r.Topic,
+		partition: r.Partition,
+		key:       take(r.Key),
+		value:     take(r.Value),
+		time:      r.Timestamp,
+		eventID:   r.EventID,
+		size:      size,
+		onAck:     onAck,
+	}
+	if len(r.Headers) > 0 {
+		p.headers = make([]kafka.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			p.headers[i] = kafka.Header{Key: h.Key, Value: take(h.Value)}
+		}
+	}
+	if p.time.IsZero() {
+		p.time = time.Now()
+	}
+	return p
+}
+
+// Record-batch framing (Kafka message format v2), used to bound sizes the
+// way Java's producer does before it sends.
+const (
+	batchOverhead = 61 // record batch header
+	// Per record: length, attributes, timestamp delta, offset delta,
+	// key/value lengths and header count, as varints at their largest.
+	recordOverhead = 5 + 1 + 10 + 5 + 5 + 5 + 5
+)
+
+// recordSize is an upper bound of the bytes r takes inside a record batch.
+// Plus batchOverhead it is what Java's estimateSizeInBytesUpperBound
+// compares with max.request.size before sending.
+func recordSize(r Record) int {
+	n := recordOverhead + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 5 + len(h.Key) + 5 + len(h.Value)
+	}
+	return n
+}
+
+// batchReader hands a batch's records to kafka-go's encoder. It reuses one
+// Record and two byte readers, so encoding a batch allocates nothing per
+// record; kafka-go consumes each record before asking for the next.
+type batchReader struct {
+	batch []*pending
+	i     int
+	rec   kafka.Record
+	key   byteReader
+	value byteReader
+}
+
+func (b *batchReader) reset(batch []*pending) {
+	b.batch, b.i = batch, 0
+}
+
+func (b *batchReader) ReadRecord() (*kafka.Record, error) {
+	if b.i >= len(b.batch) {
+		return nil, io.EOF
+	}
+	p := b.batch[b.i]
+	b.rec = kafka.Record{Offset: int64(b.i), Time: p.time, Headers: p.headers}
+	if p.key != nil {
+		b.key.reset(p.key)
+		b.rec.Key = &b.key
+	}
+	if p.value != nil {
+		b.value.reset(p.value)
+		b.rec.Value = &b.value
+	}
+	b.i++
+	return &b.rec, nil
+}
+
+// byteReader is kafka-go's protocol.Bytes over a slice the batch owns.
+type byteReader struct {
+	b   []byte
+	off int
+}
+
+func (r *byteReader) reset(b []byte) { r.b, r.off = b, 0 }
+func (r *byteReader) Len() int       { return len(r.b) - r.off }
+func (r *byteReader) Close() error   { return nil }
+func (r *byteReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[r.off:])
+	r.off += n
+	return n, nil
+}
