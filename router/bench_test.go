@@ -1,0 +1,38 @@
+package router
+
+import "testing"
+
+// BenchmarkRoute routes the fixtures' first example row with the fixture
+// config: JSON expansion on and one header placement (event_type).
+func BenchmarkRoute(b *testing.B) {
+	r := newTestRouter(b, connectorConfig(b))
+	ev := ordersRow()
+	dst := make([]Record, 0, 1)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ordersPayload)))
+	cpu := processCPU()
+	for b.Loop() {
+		var err error
+		dst, err = r.Route(ev, dst[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if used := processCPU() - cpu; used > 0 {
+		b.ReportMetric(float64(used)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// TestRouteAllocations pins the allocation budget of the hot path: the
+// event id string is the only allocation per row once buffers are warm.
+func TestRouteAllocations(t *testing.T) {
+	r := newTestRouter(t, connectorConfig(t))
+	ev := ordersRow()
+	dst := make([]Record, 0, 1)
+	allocs := testing.AllocsPerRun(1000, func() {
+		dst, _ = r.Route(ev, dst[:0])
+	})
+	if allocs > 1 {
+		t.Errorf("%v allocations per row, want at most 1 (the EventID string)", allocs)
+	}
+}
