@@ -102,18 +102,19 @@ func (r *resolver) file(path string) (map[string]string, error) {
 	if props, ok := r.files[path]; ok {
 		return props, nil
 	}
-	f, err := os.Open(path)
+	// Stat before opening: opening a FIFO or a device could block for ever.
+	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err // *PathError: names the path, holds no content
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
 	}
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxPropertiesSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
