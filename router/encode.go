@@ -91,7 +91,9 @@ func appendJSONValue(dst []byte, v Value, decimalMode string, scratch *[]byte) (
 	}
 	switch v.OID {
 	case oidInt2, oidInt4, oidInt8, oidOID:
-		if _, ok := scanNumber(v.Text, 0); !ok {
+		// The whole text must be one JSON number: "00" scans as "0"
+		// followed by junk.
+		if end, ok := scanNumber(v.Text, 0); !ok || end != len(v.Text) {
 			return dst, errors.New("integer text is not a number")
 		}
 		return append(dst, v.Text...), nil

@@ -287,6 +287,18 @@ func TestDecodeBytea(t *testing.T) {
 	}
 }
 
+// Regression (found by FuzzRoute): integer text "00" was written into JSON
+// as is, because only its first number token was checked, giving invalid
+// JSON in an envelope.
+func TestJSONValueRejectsIntegerJunk(t *testing.T) {
+	var scratch []byte
+	for _, text := range []string{"00", "1x", "", "1 "} {
+		if got, err := appendJSONValue(nil, Value{OID: oidInt8, Text: []byte(text)}, "precise", &scratch); err == nil {
+			t.Errorf("integer text %q accepted as %q", text, got)
+		}
+	}
+}
+
 func TestJSONValueTypes(t *testing.T) {
 	tests := []struct {
 		v    Value

@@ -425,23 +425,36 @@ func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *Column, eid s
 // appendEnvelopeFields appends `,"<alias>":<value>` for every envelope
 // placement, in configuration order.
 func (r *Router) appendEnvelopeFields(dst []byte, ev *Event, eid string) ([]byte, error) {
+	err := r.eachEnvelopeField(ev, eid, func(i int, col *Column) error {
+		var err error
+		dst = append(dst, r.envelopeKeys[i]...)
+		if dst, err = appendJSONValue(dst, col.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
+			return r.rowError(ev, eid, col.Name, optPlacement, err.Error())
+		}
+		return nil
+	})
+	return dst, err
+}
+
+// eachEnvelopeField calls fn for every envelope placement whose column the
+// row has, in configuration order.
+func (r *Router) eachEnvelopeField(ev *Event, eid string, fn func(i int, col *Column) error) error {
 	for i, p := range r.cfg.placements {
 		if p.kind != placeEnvelope {
 			continue
 		}
 		col, err := r.placementColumn(ev, i, eid)
 		if err != nil {
-			return dst, err
+			return err
 		}
 		if col == nil {
 			continue
 		}
-		dst = append(dst, r.envelopeKeys[i]...)
-		if dst, err = appendJSONValue(dst, col.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
-			return dst, r.rowError(ev, eid, col.Name, optPlacement, err.Error())
+		if err := fn(i, col); err != nil {
+			return err
 		}
 	}
-	return dst, nil
+	return nil
 }
 
 // appendValueWithSchema writes JsonConverter's {"schema":…,"payload":…}.
@@ -472,17 +485,13 @@ func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *Column, r
 	if r.hasEnvelope {
 		envelope := &connectSchema{typ: "struct", name: r.envelopeSchemaName(ev.Table, routeValue)}
 		envelope.fields = append(envelope.fields, schemaField{name: "payload", schema: schema})
-		for i, p := range r.cfg.placements {
-			if p.kind != placeEnvelope {
-				continue
-			}
-			col, err := r.placementColumn(ev, i, eid)
-			if err != nil {
-				return dst, err
-			}
-			if col != nil {
-				envelope.fields = append(envelope.fields, schemaField{name: p.alias, schema: columnSchema(col.Value.OID, col.Nullable, r.cfg.DecimalHandlingMode)})
-			}
+		err := r.eachEnvelopeField(ev, eid, func(i int, col *Column) error {
+			fs := columnSchema(col.Value.OID, col.Nullable, r.cfg.DecimalHandlingMode)
+			envelope.fields = append(envelope.fields, schemaField{name: r.cfg.placements[i].alias, schema: fs})
+			return nil
+		})
+		if err != nil {
+			return dst, err
 		}
 		schema = envelope
 	}
