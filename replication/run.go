@@ -115,8 +115,9 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 		return err
 	}
 	s := &session{
-		opt: opt, cfg: cfg, log: log, conn: repl, budget: budget,
-		rels: NewRelations(),
+		opt: opt, cfg: cfg, log: log, conn: repl, pg: conn, budget: budget,
+		rels:     NewRelations(),
+		nullable: map[uint32][]bool{},
 	}
 
 	start := srv.Slot.ConfirmedFlush

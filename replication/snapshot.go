@@ -47,6 +47,17 @@ func readTable(ctx context.Context, tx pgx.Tx, table string, emit func(*router.E
 	_ = tx.QueryRow(ctx, `SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass`, quoteIdent(schema)+"."+quoteIdent(name)).Scan(&estimate)
 	log.Info("snapshot: reading table", "table", table, "estimated_rows", estimate)
 
+	nullable := map[string]bool{}
+	rows, err := tx.Query(ctx, `SELECT attname, NOT attnotnull FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, quoteIdent(schema)+"."+quoteIdent(name))
+	if err != nil {
+		return 0, fmt.Errorf("snapshot: reading columns of %s: %w", table, err)
+	}
+	var col string
+	var null bool
+	if _, err := pgx.ForEachRow(rows, []any{&col, &null}, func() error { nullable[col] = null; return nil }); err != nil {
+		return 0, fmt.Errorf("snapshot: reading columns of %s: %w", table, err)
+	}
+
 	rr := tx.Conn().PgConn().ExecParams(ctx, "SELECT * FROM "+quoteIdent(schema)+"."+quoteIdent(name), nil, nil, nil, nil)
 	fields := rr.FieldDescriptions()
 	ev := &router.Event{Op: router.OpRead, Table: table}
@@ -54,6 +65,7 @@ func readTable(ctx context.Context, tx pgx.Tx, table string, emit func(*router.E
 	for i, f := range fields {
 		ev.Columns[i].Name = f.Name
 		ev.Columns[i].Value.OID = f.DataTypeOID
+		ev.Columns[i].Nullable = nullable[f.Name]
 	}
 	n := 0
 	lastLog := time.Now()

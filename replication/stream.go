@@ -70,15 +70,20 @@ type session struct {
 	opt    *Options
 	cfg    *Config
 	log    *slog.Logger
-	conn   *pgconn.PgConn
+	conn   *pgconn.PgConn // the replication connection
+	pg     *pgx.Conn      // an ordinary connection, for catalog lookups
 	ck     *Checkpoint
 	budget *Budget
 
-	rels    *Relations
-	msg     Message
-	ev      router.Event
-	records []router.Record
-	tx      *Tx // the transaction being decoded, nil between Commit and Begin
+	rels *Relations
+	// nullable holds, per outbox relation, whether each column (in the
+	// Relation message's order) accepts NULL: pgoutput does not say, and
+	// JsonConverter schemas show it as "optional".
+	nullable map[uint32][]bool
+	msg      Message
+	ev       router.Event
+	records  []router.Record
+	tx       *Tx // the transaction being decoded, nil between Commit and Begin
 
 	streaming     bool // START_REPLICATION sent: status updates may flow
 	lastStatus    time.Time
@@ -188,7 +193,14 @@ func (s *session) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) e
 		}
 		s.tx = nil
 	case MessageRelation:
-		s.rels.Put(&m.Relation)
+		rel := s.rels.Put(&m.Relation)
+		if s.cfg.Includes(rel.Namespace, rel.Name) {
+			n, err := columnNullability(ctx, s.pg, rel)
+			if err != nil {
+				return err
+			}
+			s.nullable[rel.ID] = n
+		}
 	case MessageInsert:
 		return s.row(ctx, at, router.OpCreate, m.Insert.RelationID, &m.Insert.New, nil, OldTupleNone)
 	case MessageUpdate:
@@ -234,11 +246,11 @@ func (s *session) row(ctx context.Context, at pglogrepl.LSN, op router.Op, relID
 	ev.Table = rel.QualifiedName()
 	ev.ProcessedAt = time.Now()
 	ev.Position++
-	ev.Columns = bindColumns(ev.Columns[:0], rel, t)
+	ev.Columns = bindColumns(ev.Columns[:0], rel, t, s.nullable[relID])
 	ev.KeyChanged = false
 	ev.OldKeyColumns = ev.OldKeyColumns[:0]
 	if old != nil {
-		ev.OldKeyColumns = bindColumns(ev.OldKeyColumns, rel, old)
+		ev.OldKeyColumns = bindColumns(ev.OldKeyColumns, rel, old, s.nullable[relID])
 		ev.KeyChanged = oldKind == OldTupleKey || keyChanged(rel, t, old)
 	}
 	return s.route(ctx, ev)
@@ -359,7 +371,7 @@ func skipReason(op router.Op) string {
 
 // bindColumns pairs a tuple's values with the relation's column names and
 // types. Values alias the frame: valid until the next message.
-func bindColumns(dst []router.Column, rel *Relation, t *Tuple) []router.Column {
+func bindColumns(dst []router.Column, rel *Relation, t *Tuple, nullable []bool) []router.Column {
 	for i, c := range t.Columns {
 		rc := &rel.Columns[i]
 		v := router.Value{OID: rc.TypeOID}
@@ -373,9 +385,33 @@ func bindColumns(dst []router.Column, rel *Relation, t *Tuple) []router.Column {
 		default:
 			v.Text = c.Data
 		}
-		dst = append(dst, router.Column{Name: rc.Name, Value: v})
+		dst = append(dst, router.Column{Name: rc.Name, Value: v, Nullable: i < len(nullable) && nullable[i]})
 	}
 	return dst
+}
+
+// columnNullability reads pg_attribute.attnotnull for a relation's columns,
+// in the order of its Relation message.
+func columnNullability(ctx context.Context, conn *pgx.Conn, rel *Relation) ([]bool, error) {
+	rows, err := conn.Query(ctx, `SELECT attname, NOT attnotnull FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, rel.ID)
+	if err != nil {
+		return nil, fmt.Errorf("reading column nullability of %s: %w", rel.QualifiedName(), err)
+	}
+	byName := map[string]bool{}
+	var name string
+	var nullable bool
+	_, err = pgx.ForEachRow(rows, []any{&name, &nullable}, func() error {
+		byName[name] = nullable
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading column nullability of %s: %w", rel.QualifiedName(), err)
+	}
+	out := make([]bool, len(rel.Columns))
+	for i, c := range rel.Columns {
+		out[i] = byName[c.Name]
+	}
+	return out, nil
 }
 
 // keyChanged reports whether an UPDATE with a full old row (REPLICA
