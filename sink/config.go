@@ -466,7 +466,7 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 	if c.TLSCAFile != "" {
 		pem, err := os.ReadFile(c.TLSCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", KeyTruststoreLocation, err)
+			return nil, fmt.Errorf("reading %s / %s: %w", KeyTruststoreLocation, KeyCALocation, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
