@@ -211,3 +211,16 @@ func flush(t testing.TB, p *Producer, d time.Duration) {
 		t.Fatalf("Flush: %v", err)
 	}
 }
+
+// checkJavaPartitions fails unless every record sits on the partition Java's
+// default partitioner picks for its key among n.
+func checkJavaPartitions(t testing.TB, got map[int][]kafka.Message, n int) {
+	t.Helper()
+	for part, msgs := range got {
+		for _, m := range msgs {
+			if want := JavaPartition(m.Key, n, nil); want != part {
+				t.Fatalf("key %s on partition %d, Java's partitioner picks %d", m.Key, part, want)
+			}
+		}
+	}
+}

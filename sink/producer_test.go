@@ -26,13 +26,7 @@ func TestSendKeepsKeyOrderAndPartitions(t *testing.T) {
 	a.exactlyOnce(t, ids)
 	got := readTopic(t, []string{addr}, "orders")
 	checkKeyOrder(t, got, 50)
-	for part, msgs := range got {
-		for _, m := range msgs {
-			if want := JavaPartition(m.Key, 3, nil); want != part {
-				t.Fatalf("key %s on partition %d, Java's partitioner picks %d", m.Key, part, want)
-			}
-		}
-	}
+	checkJavaPartitions(t, got, 3)
 }
 
 // Transient produce errors must hold back later records of the partition:

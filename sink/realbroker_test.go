@@ -35,13 +35,7 @@ func TestRealBrokerCreateProduceReadBack(t *testing.T) {
 	}
 	got := readTopic(t, brokers, topic)
 	checkKeyOrder(t, got, 20)
-	for part, msgs := range got {
-		for _, m := range msgs {
-			if want := JavaPartition(m.Key, 3, nil); want != part {
-				t.Fatalf("key %s on partition %d, Java picks %d", m.Key, part, want)
-			}
-		}
-	}
+	checkJavaPartitions(t, got, 3)
 }
 
 func TestRealBrokerMissingTopicWithoutCreation(t *testing.T) {
