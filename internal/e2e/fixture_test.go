@@ -1,0 +1,185 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
+
+// nameSeq makes names unique among the tests of one process; the time
+// prefix makes them unique among processes.
+var nameSeq atomic.Int64
+
+// fixture is one test's private namespace on the bed: schema NAME with the
+// tables outbox (Debezium's default column names) and other, publication
+// NAME over both, slot NAME, and topics "NAME.<aggregatetype>".
+type fixture struct {
+	admin *pgx.Conn
+	name  string
+}
+
+// newFixture creates the namespace and registers its removal: slot,
+// publication, schema and every topic under the prefix.
+func newFixture(t *testing.T, short string) *fixture {
+	t.Helper()
+	admin := testbed.Admin(t)
+	testbed.KafkaBrokers(t)
+	name := fmt.Sprintf("e2e_%s_%d_%d", short, time.Now().UnixNano()%1e12, nameSeq.Add(1))
+	testbed.Exec(t, admin,
+		`CREATE SCHEMA `+name,
+		`CREATE TABLE `+name+`.outbox (id bigserial PRIMARY KEY, aggregatetype text NOT NULL, aggregateid text NOT NULL, type text NOT NULL DEFAULT 'e', payload jsonb)`,
+		`CREATE TABLE `+name+`.other (id bigserial PRIMARY KEY, junk text)`,
+		`CREATE PUBLICATION `+name+` FOR TABLE `+name+`.outbox, `+name+`.other`,
+		`GRANT USAGE ON SCHEMA `+name+` TO debezium`,
+		`GRANT SELECT ON ALL TABLES IN SCHEMA `+name+` TO debezium`,
+	)
+	f := &fixture{admin: admin, name: name}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for i := 0; i < 100; i++ { // the walsender may take a moment to exit
+			var n int
+			err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&n)
+			if err == nil && n == 0 {
+				break
+			}
+			_, _ = admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, name)
+			time.Sleep(100 * time.Millisecond)
+		}
+		_, _ = admin.Exec(ctx, `DROP PUBLICATION IF EXISTS `+name)
+		_, _ = admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+name+` CASCADE`)
+		deleteTopics(t, name+".")
+	})
+	return f
+}
+
+// topic is the topic the relay routes aggregate type aggType to.
+func (f *fixture) topic(aggType string) string { return f.name + "." + aggType }
+
+// config writes a connector JSON for this namespace, as a user would write
+// it for Kafka Connect, with overrides applied, and returns its path.
+func (f *fixture) config(t *testing.T, overrides map[string]string) string {
+	t.Helper()
+	host, port := testbed.PostgresHostPort(t)
+	c := map[string]string{
+		"connector.class":                             "io.debezium.connector.postgresql.PostgresConnector",
+		"tasks.max":                                   "1",
+		"database.hostname":                           host,
+		"database.port":                               strconv.Itoa(port),
+		"database.user":                               "debezium",
+		"database.password":                           "debezium@123",
+		"database.dbname":                             "order_db",
+		"database.sslmode":                            "disable",
+		"plugin.name":                                 "pgoutput",
+		"slot.name":                                   f.name,
+		"publication.name":                            f.name,
+		"publication.autocreate.mode":                 "disabled",
+		"table.include.list":                          f.name + `\.outbox`,
+		"snapshot.mode":                               "no_data",
+		"topic.prefix":                                f.name,
+		"status.update.interval.ms":                   "1000",
+		"topic.creation.default.partitions":           "1",
+		"topic.creation.default.replication.factor":   "1",
+		"transforms":                                  "outbox",
+		"transforms.outbox.type":                      "io.debezium.transforms.outbox.EventRouter",
+		"transforms.outbox.route.by.field":            "aggregatetype",
+		"transforms.outbox.route.topic.replacement":   f.name + ".${routedByValue}",
+		"transforms.outbox.table.expand.json.payload": "true",
+	}
+	for k, v := range overrides {
+		c[k] = v
+	}
+	doc := map[string]any{"name": f.name, "config": c}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "connector.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// connect opens another superuser connection, for a goroutine or a second
+// transaction; closed at the end of the test.
+func connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, testbed.Postgres(t))
+	if err != nil {
+		t.Fatalf("connecting to PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// insertIDs runs an INSERT … RETURNING id and returns the ids.
+func insertIDs(t *testing.T, conn *pgx.Conn, sql string, args ...any) []int64 {
+	t.Helper()
+	ids, err := queryIDs(context.Background(), conn, sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", firstLine(sql), err)
+	}
+	return ids
+}
+
+func queryIDs(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]int64, error) {
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// walLSN returns pg_current_wal_lsn().
+func walLSN(t *testing.T, conn *pgx.Conn) pglogrepl.LSN {
+	t.Helper()
+	var lsn uint64
+	if err := conn.QueryRow(context.Background(), `SELECT (pg_current_wal_lsn() - '0/0')::bigint`).Scan(&lsn); err != nil {
+		t.Fatalf("reading pg_current_wal_lsn: %v", err)
+	}
+	return pglogrepl.LSN(lsn)
+}
+
+// confirmedFlush returns the slot's confirmed_flush_lsn.
+func confirmedFlush(t *testing.T, conn *pgx.Conn, slot string) pglogrepl.LSN {
+	t.Helper()
+	return pglogrepl.LSN(testbed.ConfirmedFlush(t, conn, slot))
+}
+
+// waitSlotInactive waits until no walsender streams from the slot, so its
+// confirmed_flush_lsn is final.
+func waitSlotInactive(t *testing.T, conn *pgx.Conn, slot string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var active bool
+		err := conn.QueryRow(context.Background(), `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
+		if err == nil && !active {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("slot %s still active after %s", slot, timeout)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
