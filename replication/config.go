@@ -55,8 +55,11 @@ type Config struct {
 
 	HeartbeatInterval time.Duration // heartbeat.interval.ms, default 0 (off)
 	HeartbeatQuery    string        // heartbeat.action.query
-	StatusInterval    time.Duration // status.update.interval.ms, default 10 s
-	TopicPrefix       string        // topic.prefix (required)
+	// HeartbeatTopic is <topic.heartbeat.prefix>.<topic.prefix>, Debezium's
+	// heartbeat topic (prefix default __debezium-heartbeat).
+	HeartbeatTopic string
+	StatusInterval time.Duration // status.update.interval.ms, default 10 s
+	TopicPrefix    string        // topic.prefix (required)
 }
 
 // ParseConfig reads the replication keys of a connector config map. Keys
@@ -80,6 +83,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 		HeartbeatQuery: m["heartbeat.action.query"],
 		TopicPrefix:    m["topic.prefix"],
 	}
+	c.HeartbeatTopic = orDefault(m["topic.heartbeat.prefix"], "__debezium-heartbeat") + "." + c.TopicPrefix
 	var errs []error
 	var err error
 	if c.Port, err = intKey(m, "database.port", 5432); err != nil {

@@ -87,6 +87,7 @@ type session struct {
 
 	streaming     bool // START_REPLICATION sent: status updates may flow
 	lastStatus    time.Time
+	lastHeartbeat time.Time
 	lastConfirmed pglogrepl.LSN
 	serverWALEnd  pglogrepl.LSN
 }
@@ -101,7 +102,15 @@ func (s *session) loop(ctx context.Context) error {
 		if err := s.maybeStatus(ctx, false); err != nil {
 			return err
 		}
+		if err := s.maybeHeartbeat(ctx); err != nil {
+			return err
+		}
 		deadline := s.lastStatus.Add(s.cfg.StatusInterval)
+		if s.cfg.HeartbeatInterval > 0 {
+			if hb := s.lastHeartbeat.Add(s.cfg.HeartbeatInterval); hb.Before(deadline) {
+				deadline = hb
+			}
+		}
 		// While records are in flight, wake up often to report acks as
 		// they arrive, so the slot follows Kafka closely.
 		if s.ck.InFlight() > 0 || s.ck.Confirmed() != s.lastConfirmed {
@@ -357,6 +366,36 @@ func (s *session) maybeStatus(ctx context.Context, force bool) error {
 	s.lastStatus = now
 	s.lastConfirmed = confirmed
 	return nil
+}
+
+// maybeHeartbeat does what Debezium does every heartbeat.interval.ms: run
+// heartbeat.action.query (typically a write to a table in the publication,
+// so a quiet database still produces WAL the slot can confirm) and emit a
+// heartbeat record to the heartbeat topic. The slot's progress itself does
+// not depend on heartbeats here: the keepalive rule moves an idle slot.
+func (s *session) maybeHeartbeat(ctx context.Context) error {
+	if s.cfg.HeartbeatInterval <= 0 || time.Since(s.lastHeartbeat) < s.cfg.HeartbeatInterval {
+		return nil
+	}
+	s.lastHeartbeat = time.Now()
+	if s.cfg.HeartbeatQuery != "" {
+		if _, err := s.pg.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
+			return fmt.Errorf("running heartbeat.action.query: %w", err)
+		}
+	}
+	rec := s.opt.Router.Heartbeat(s.cfg.HeartbeatTopic, s.lastHeartbeat)
+	size := int64(len(rec.Key) + len(rec.Value))
+	if err := s.acquire(ctx, 1, size); err != nil {
+		return err
+	}
+	// A heartbeat belongs to no transaction: its outcome never moves or
+	// holds the confirmed LSN, and a failed one only warrants a warning.
+	return s.opt.Sink.Send(ctx, &rec, func(err error) {
+		s.budget.Release(1, size)
+		if err != nil {
+			s.log.Warn("heartbeat not delivered", "topic", rec.Topic, "err", err)
+		}
+	})
 }
 
 func skipReason(op router.Op) string {

@@ -23,6 +23,7 @@ type holdingSink struct {
 	mu      sync.Mutex
 	held    []func(error)
 	records []string // event ids, in send order
+	topics  []string
 	hold    bool
 }
 
@@ -30,6 +31,7 @@ func (s *holdingSink) Send(_ context.Context, r *router.Record, ack func(error))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.records = append(s.records, r.EventID)
+	s.topics = append(s.topics, r.Topic)
 	if s.hold {
 		s.held = append(s.held, ack)
 		return nil
@@ -258,4 +260,37 @@ func TestOtherTablesAndMessagesSkipped(t *testing.T) {
 	}
 	f.insert(t, 1, "z")
 	waitFor(t, "the outbox row", 20*time.Second, func() bool { return len(sink.sent()) == 1 })
+}
+
+func (s *holdingSink) sentTopics() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.topics...)
+}
+
+// TestHeartbeat: with heartbeat.interval.ms, the action query runs and
+// heartbeat records go to __debezium-heartbeat.<topic.prefix>, while the
+// action query's own rows (another table) are not routed.
+func TestHeartbeat(t *testing.T) {
+	f := newStreamFixture(t, nil)
+	f.cfg.HeartbeatInterval = 200 * time.Millisecond
+	f.cfg.HeartbeatQuery = `INSERT INTO ` + f.name + `.other (junk) VALUES ('heartbeat')`
+	testbed.Exec(t, f.admin, `GRANT INSERT ON `+f.name+`.other TO debezium`, `GRANT USAGE ON SEQUENCE `+f.name+`.other_id_seq TO debezium`)
+	sink := &holdingSink{}
+	f.run(t, sink)
+	want := "__debezium-heartbeat." + f.name
+	waitFor(t, "three heartbeats", 20*time.Second, func() bool {
+		n := 0
+		for _, topic := range sink.sentTopics() {
+			if topic != want {
+				t.Fatalf("sent a record to %s; want only heartbeats to %s", topic, want)
+			}
+			n++
+		}
+		return n >= 3
+	})
+	var rows int
+	if err := f.admin.QueryRow(context.Background(), `SELECT count(*) FROM `+f.name+`.other`).Scan(&rows); err != nil || rows < 3 {
+		t.Fatalf("heartbeat.action.query ran %d times (err %v); want at least 3", rows, err)
+	}
 }
