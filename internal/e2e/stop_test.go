@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -16,28 +18,44 @@ const (
 	loadTick      = 10 * time.Millisecond
 )
 
+// interruptUnderLoad starts the relay, starts the load, lets both run for
+// 2 s, calls interrupt with the relay, restarts the relay on the same
+// config while the load goes on, stops the load after 1.5 s more and
+// returns its transactions and every record on the topic.
+func interruptUnderLoad(t *testing.T, f *fixture, interrupt func(*relayProc)) ([]loadTx, []record) {
+	t.Helper()
+	cfg := f.config(t, nil)
+	r := startRelay(t, cfg)
+	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+
+	l := startLoad(t, f, loadRowsPerTx, loadTick)
+	time.Sleep(2 * time.Second)
+	interrupt(r)
+
+	startRelay(t, cfg)
+	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	txs := l.finish(t)
+	n := 0
+	for _, tx := range txs {
+		n += len(tx.ids)
+	}
+	return txs, consume(t, f.topic("orders"), n, 60*time.Second, 2*time.Second)
+}
+
 // TestSIGTERMUnderLoadThenRestart: SIGTERM mid-load ends the relay with
 // exit code 0 within a few seconds, and after a restart every event has
 // arrived exactly once.
 func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "term")
-	cfg := f.config(t, nil)
-	r1 := startRelay(t, cfg)
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
-
-	l := startLoad(t, f, loadRowsPerTx, loadTick)
-	time.Sleep(2 * time.Second)
-	took := r1.stop(t, 5*time.Second)
-	confirmed := confirmedFlush(t, f.admin, f.name)
-
-	startRelay(t, cfg)
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
-	time.Sleep(1500 * time.Millisecond)
-	txs := l.finish(t)
+	var took time.Duration
+	var confirmed pglogrepl.LSN
+	txs, recs := interruptUnderLoad(t, f, func(r *relayProc) {
+		took = r.stop(t, 5*time.Second)
+		confirmed = confirmedFlush(t, f.admin, f.name)
+	})
 	want := loadIDs(txs)
-
-	recs := consume(t, f.topic("orders"), len(want), 60*time.Second, 2*time.Second)
 	counts := countIDs(recs)
 	missing, dups := 0, 0
 	for _, id := range want {
@@ -64,26 +82,16 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 func TestSIGKILLUnderLoadThenRestart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "kill")
-	cfg := f.config(t, nil)
-	r1 := startRelay(t, cfg)
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
-
-	l := startLoad(t, f, loadRowsPerTx, loadTick)
-	time.Sleep(2 * time.Second)
-	r1.signal(t, syscall.SIGKILL)
-	if code := r1.wait(t, 5*time.Second); code != -1 {
-		t.Fatalf("relay exit code %d after SIGKILL; want -1 (killed)", code)
-	}
-	waitSlotInactive(t, f.admin, f.name, 10*time.Second)
-	confirmed := confirmedFlush(t, f.admin, f.name)
-
-	startRelay(t, cfg)
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
-	time.Sleep(1500 * time.Millisecond)
-	txs := l.finish(t)
+	var confirmed pglogrepl.LSN
+	txs, recs := interruptUnderLoad(t, f, func(r *relayProc) {
+		r.signal(t, syscall.SIGKILL)
+		if code := r.wait(t, 5*time.Second); code != -1 {
+			t.Fatalf("relay exit code %d after SIGKILL; want -1 (killed)", code)
+		}
+		waitSlotInactive(t, f.admin, f.name, 10*time.Second)
+		confirmed = confirmedFlush(t, f.admin, f.name)
+	})
 	want := loadIDs(txs)
-
-	recs := consume(t, f.topic("orders"), len(want), 60*time.Second, 2*time.Second)
 	counts := countIDs(recs)
 	missing, dups, dupTxs, early := 0, 0, 0, 0
 	for _, tx := range txs {
