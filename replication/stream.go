@@ -36,10 +36,17 @@ type Observer interface {
 	State(state string)
 }
 
-// Poison decides what happens to a row the router rejects. Returning nil
-// means the row was dealt with (dead-lettered, with the ack called when
-// Kafka took it); returning an error stops the relay (errors.tolerance=none).
-type Poison func(ctx context.Context, ev *router.Event, cause *router.RowError, ack func(error)) error
+// Poison decides what happens to a poison row: one the router rejects
+// (rec is nil), or whose record the sink refused before sending (rec is that
+// record, the error wraps ErrRecordRejected). Returning nil means the row
+// was dealt with and ack will be called (dead-lettered, or skipped with ack
+// called at once); returning an error stops the relay, having confirmed
+// everything before the row (errors.tolerance=none).
+type Poison func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error
+
+// ErrRecordRejected marks a Sink.Send error that condemns the record, not
+// the connection (e.g. larger than max.request.size): the row is poison.
+var ErrRecordRejected = errors.New("record rejected")
 
 // Options wires a Stream. Router, Sink and Log are required.
 type Options struct {
@@ -275,14 +282,14 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 		if !errors.As(err, &rowErr) {
 			return fmt.Errorf("routing row of %s at %s: %w", ev.Table, pglogrepl.LSN(ev.CommitLSN), err)
 		}
-		if s.opt.Poison == nil {
+		if s.opt.Poison == nil || rowErr.Fatal {
 			return rowErr
 		}
 		if err := s.acquire(ctx, 1, 0); err != nil {
 			return err
 		}
 		s.tx.Add(1)
-		return s.opt.Poison(ctx, ev, rowErr, s.acker(0))
+		return s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0))
 	}
 	if len(s.records) == 0 {
 		s.skip(skipReason(ev.Op))
@@ -295,9 +302,16 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 			return err
 		}
 		s.tx.Add(1)
-		topic := rec.Topic
-		if err := s.opt.Sink.Send(ctx, rec, s.ackerFor(topic, size)); err != nil {
-			return fmt.Errorf("sending event %s to %s: %w", rec.EventID, topic, err)
+		ack := s.ackerFor(rec.Topic, size)
+		if err := s.opt.Sink.Send(ctx, rec, ack); err != nil {
+			err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, pglogrepl.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
+			if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
+				if err := s.opt.Poison(ctx, ev, rec, err, ack); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
 		}
 	}
 	return nil
@@ -313,8 +327,6 @@ func (s *session) ackerFor(topic string, size int64) func(error) {
 		}
 	}
 }
-
-func (s *session) acker(size int64) func(error) { return s.ackerFor("", size) }
 
 // acquire takes in-flight budget, answering the server while it waits so
 // that a slow Kafka never looks like a dead client (wal_sender_timeout).

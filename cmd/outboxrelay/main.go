@@ -150,11 +150,16 @@ func wire(cfg *config.Config, log *slog.Logger) (replication.Options, *sink.Prod
 	if err != nil {
 		return replication.Options{}, nil, err
 	}
+	poison, err := poisonPolicy(cfg.Relay, cfg.Name, producer, scfg.DeadLetterTopic, log)
+	if err != nil {
+		return replication.Options{}, nil, err
+	}
 	return replication.Options{
 		Config: &pcfg,
 		Router: rt,
 		Sink:   &producerSink{p: producer},
 		Log:    log,
+		Poison: poison,
 	}, producer, nil
 }
 
@@ -171,7 +176,7 @@ func (s *producerSink) Send(ctx context.Context, r *router.Record, ack func(erro
 	for _, h := range r.Headers {
 		s.headers = append(s.headers, sink.Header{Key: h.Key, Value: h.Value})
 	}
-	return s.p.Send(ctx, sink.Record{
+	err := s.p.Send(ctx, sink.Record{
 		Topic:     r.Topic,
 		Partition: r.Partition,
 		Key:       r.Key,
@@ -180,6 +185,11 @@ func (s *producerSink) Send(ctx context.Context, r *router.Record, ack func(erro
 		Timestamp: r.Timestamp,
 		EventID:   r.EventID,
 	}, ack)
+	if errors.Is(err, sink.ErrRecordTooLarge) {
+		// The record, not the connection, is at fault: a poison row.
+		return fmt.Errorf("%w: %w", replication.ErrRecordRejected, err)
+	}
+	return err
 }
 
 func (s *producerSink) Flush(ctx context.Context) error { return s.p.Flush(ctx) }

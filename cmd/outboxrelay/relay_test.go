@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +212,107 @@ func TestExampleEvents(t *testing.T) {
 	}
 	if got := testbed.ConfirmedFlush(t, admin, "public_outbox"); got <= beforeLast {
 		t.Errorf("after an orderly stop the slot confirmed %X; want past the last commit (after %X)", got, beforeLast)
+	}
+}
+
+// poisonSetup starts from the example with a private slot and inserts a
+// good row, a poison row (its aggregate_type is not a legal topic name) and
+// another good row, each in its own transaction.
+func poisonSetup(t *testing.T, overrides map[string]any) (admin *pgx.Conn, slot, config string, ids [3]string) {
+	t.Helper()
+	admin = testbed.Admin(t)
+	prepareExample(t, admin)
+	slot = fmt.Sprintf("poison_%d", time.Now().UnixNano())
+	t.Cleanup(func() { testbed.DropSlot(t, admin, slot) })
+	overrides["slot.name"] = slot
+	config = exampleConfig(t, overrides)
+	return admin, slot, config, ids
+}
+
+// TestPoisonRowStops: with errors.tolerance=none (the default) the relay
+// confirms everything before a poison row, stops with an error naming the
+// row's event id and LSN, and stops at the same row again after a restart.
+func TestPoisonRowStops(t *testing.T) {
+	admin, slot, config, _ := poisonSetup(t, map[string]any{})
+	r := startRelay(t, config)
+	testbed.WaitSlotActive(t, admin, slot, 30*time.Second)
+	goodType := fmt.Sprintf("good%d", time.Now().UnixNano())
+	first := insertExample(t, admin, goodType, "a", "x", `{"n":1}`)
+	bad := insertExample(t, admin, "not a topic", "a", "x", `{"n":2}`)
+	insertExample(t, admin, goodType, "a", "x", `{"n":3}`)
+
+	var err error
+	select {
+	case err = <-r.done:
+		r.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("relay did not stop at the poison row")
+	}
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "aggregate_type") {
+		t.Fatalf("relay stopped with %v; want an error naming event id %s and the column aggregate_type", err, bad)
+	}
+	t.Logf("the relay stopped with: %v", err)
+	msgs := testbed.Consume(t, goodType, nil, 1, 30*time.Second, time.Second)
+	if len(msgs) != 1 || string(msgs[0].Headers[0].Value) != first {
+		t.Fatalf("want exactly the row before the poison row (%s) published, got %d records", first, len(msgs))
+	}
+	var badLSN uint64
+	if err := admin.QueryRow(context.Background(), `SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&badLSN); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart stops at the same row: nothing is skipped.
+	r2 := startRelay(t, config)
+	select {
+	case err = <-r2.done:
+		r2.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatal("restarted relay did not stop at the poison row again")
+	}
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("restarted relay: %v; want the same poison row %s", err, bad)
+	}
+	if got := testbed.ConfirmedFlush(t, admin, slot); got != badLSN {
+		t.Fatalf("confirmed_flush_lsn moved from %X to %X across a restart that stopped at the poison row", badLSN, got)
+	}
+}
+
+// TestPoisonRowDeadLettered: with errors.tolerance=all and a dead-letter
+// topic, the poison row goes there with Connect's error headers plus its LSN
+// and table, and the rows after it are published.
+func TestPoisonRowDeadLettered(t *testing.T) {
+	dlq := fmt.Sprintf("dlq-%d", time.Now().UnixNano())
+	admin, slot, config, _ := poisonSetup(t, map[string]any{
+		"errors.tolerance":                  "all",
+		"errors.deadletterqueue.topic.name": dlq,
+	})
+	startRelay(t, config)
+	testbed.WaitSlotActive(t, admin, slot, 30*time.Second)
+	goodType := fmt.Sprintf("good%d", time.Now().UnixNano())
+	insertExample(t, admin, goodType, "a", "x", `{"n":1}`)
+	bad := insertExample(t, admin, "not a topic", "a", "x", `{"n":2}`)
+	insertExample(t, admin, goodType, "a", "x", `{"n":3}`)
+
+	if msgs := testbed.Consume(t, goodType, nil, 2, 30*time.Second, time.Second); len(msgs) != 2 {
+		t.Fatalf("want both good rows published around the poison row, got %d", len(msgs))
+	}
+	msgs := testbed.Consume(t, dlq, nil, 1, 30*time.Second, time.Second)
+	if len(msgs) != 1 {
+		t.Fatalf("dead-letter topic has %d records, want 1", len(msgs))
+	}
+	m := msgs[0]
+	if string(m.Key) != bad {
+		t.Errorf("dead letter key %q, want the event id %s", m.Key, bad)
+	}
+	if !strings.Contains(string(m.Value), `"aggregate_type":"not a topic"`) {
+		t.Errorf("dead letter value %s; want the row's columns", m.Value)
+	}
+	for _, h := range []string{"__connect.errors.exception.class.name", "__connect.errors.exception.message", "__outboxrelay.lsn", "__outboxrelay.source.table"} {
+		if v, ok := header(m, h); !ok || v == "" {
+			t.Errorf("dead letter lacks header %s (headers %v)", h, m.Headers)
+		}
+	}
+	if v, _ := header(m, "__outboxrelay.source.table"); v != "public.outbox" {
+		t.Errorf("source table header %q", v)
 	}
 }

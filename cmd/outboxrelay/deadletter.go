@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
+)
+
+// poisonPolicy returns what to do with a poison row, as Kafka Connect's
+// errors.tolerance names it:
+//
+//   - none (default): nil, so the relay confirms everything before the row
+//     and stops; a restart stops at the same row again, nothing skipped.
+//   - all, with errors.deadletterqueue.topic.name: the row goes to the
+//     dead-letter topic with Connect's __connect.errors.* headers plus its
+//     LSN and table, and the relay goes on.
+//   - all without a dead-letter topic: the row is logged at error level,
+//     with everything needed to find it again, and skipped.
+func poisonPolicy(relay map[string]string, connector string, producer *sink.Producer, dlqTopic string, log *slog.Logger) (replication.Poison, error) {
+	switch tol := strings.ToLower(strings.TrimSpace(relay["errors.tolerance"])); tol {
+	case "", "none":
+		return nil, nil
+	case "all":
+	default:
+		return nil, fmt.Errorf("errors.tolerance %q: use none (stop at a poison row, the default) or all (skip it, to errors.deadletterqueue.topic.name when set)", tol)
+	}
+	return func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error {
+		eventID := ""
+		var rowErr *router.RowError
+		if errors.As(cause, &rowErr) {
+			eventID = rowErr.EventID
+		}
+		if rec != nil {
+			eventID = rec.EventID
+		}
+		lsn := pglogrepl.LSN(ev.CommitLSN)
+		if dlqTopic == "" {
+			log.Error("poison row skipped (errors.tolerance=all, no errors.deadletterqueue.topic.name)",
+				"lsn", lsn.String(), "table", ev.Table, "event_id", eventID, "err", cause)
+			ack(nil)
+			return nil
+		}
+		stage := "TRANSFORMATION"
+		var orig sink.Record
+		if rec != nil {
+			stage = "KAFKA_PRODUCE"
+			orig = sink.Record{Topic: rec.Topic, Partition: -1, Key: rec.Key, Value: rec.Value, EventID: rec.EventID}
+			for _, h := range rec.Headers {
+				orig.Headers = append(orig.Headers, sink.Header{Key: h.Key, Value: h.Value})
+			}
+		} else {
+			// The router produced nothing: dead-letter the row itself, as a
+			// JSON object of its columns' text, keyed by the event id, so
+			// it can be repaired and replayed.
+			orig = sink.Record{Partition: -1, Key: []byte(eventID), Value: rowJSON(ev), EventID: eventID}
+		}
+		log.Warn("poison row sent to the dead-letter topic", "topic", dlqTopic, "lsn", lsn.String(), "table", ev.Table, "event_id", eventID, "err", cause)
+		return producer.DeadLetter(ctx, orig, cause, sink.DLQMeta{
+			LSN: lsn, SourceTable: ev.Table, ConnectorName: connector, Stage: stage,
+		}, ack)
+	}, nil
+}
+
+// rowJSON renders a row as {"column": "text", …} with NULL as null.
+func rowJSON(ev *router.Event) []byte {
+	b := []byte{'{'}
+	for i, c := range ev.Columns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, c.Name)
+		b = append(b, ':')
+		if c.Value.Null || c.Value.Unchanged {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, string(c.Value.Text))
+		}
+	}
+	return append(b, '}')
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
