@@ -1,0 +1,79 @@
+package e2e_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
+
+// TestIdleOutboxFollowsWAL: while the outbox stays idle and another table
+// of the same publication churns about 50 MB of WAL, the slot's
+// confirmed_flush_lsn keeps up with pg_current_wal_lsn: after the churn,
+// it reaches the WAL position within two status intervals (plus slack for
+// decoding what is still in the walsender's queue). Then WAL of a table
+// outside the publication, which the walsender sends no transaction for,
+// is confirmed through keepalives alone (invariant 2), as fast.
+func TestIdleOutboxFollowsWAL(t *testing.T) {
+	t.Parallel()
+	const (
+		interval  = 2 * time.Second
+		churnWant = 50 << 20 // bytes of WAL
+		slack     = 3 * time.Second
+	)
+	f := newFixture(t, "idle")
+	startRelay(t, f.config(t, map[string]string{"status.update.interval.ms": fmt.Sprint(interval.Milliseconds())}))
+	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+
+	// Churn: 1 KB rows into the other table, 5,000 a transaction.
+	started := time.Now()
+	from := walLSN(t, f.admin)
+	end := from
+	txs := 0
+	maxLag := uint64(0)
+	for end-from < churnWant {
+		testbed.Exec(t, f.admin, fmt.Sprintf(`INSERT INTO %s.other (junk) SELECT repeat(md5(g::text), 32) FROM generate_series(1, 5000) g`, f.name))
+		txs++
+		end = walLSN(t, f.admin)
+		if c := confirmedFlush(t, f.admin, f.name); end > c {
+			maxLag = max(maxLag, uint64(end-c))
+		}
+	}
+	t.Logf("churn: %d MB of WAL in %d transactions of the other table in %s; largest lag of confirmed_flush_lsn seen meanwhile %d MB",
+		(end-from)>>20, txs, time.Since(started).Round(time.Millisecond), maxLag>>20)
+
+	// Right after the churn, then after 1 MB of WAL outside the publication.
+	testbed.Exec(t, f.admin, `CREATE TABLE `+f.name+`.unpublished (junk text)`)
+	for _, phase := range []string{"after the churn", "after WAL outside the publication"} {
+		if phase != "after the churn" {
+			testbed.Exec(t, f.admin, fmt.Sprintf(`INSERT INTO %s.unpublished SELECT repeat(md5(g::text), 32) FROM generate_series(1, 1000) g`, f.name))
+		}
+		target := walLSN(t, f.admin)
+		took, ok := waitConfirmed(t, f, target, 2*interval+slack)
+		if !ok {
+			t.Fatalf("%s: confirmed_flush_lsn %s still behind pg_current_wal_lsn %s after %s (2 × status.update.interval.ms + %s)",
+				phase, confirmedFlush(t, f.admin, f.name), target, 2*interval+slack, slack)
+		}
+		t.Logf("%s: confirmed_flush_lsn reached pg_current_wal_lsn %s in %s (limit %s)", phase, target, took.Round(time.Millisecond), 2*interval+slack)
+	}
+	if parts := testbed.EndOffsets(t, f.topic("orders")); parts != nil {
+		t.Errorf("the idle outbox created topic %s: %v", f.topic("orders"), parts)
+	}
+}
+
+// waitConfirmed polls the slot until its confirmed_flush_lsn reaches
+// target or timeout passes.
+func waitConfirmed(t *testing.T, f *fixture, target pglogrepl.LSN, timeout time.Duration) (time.Duration, bool) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < timeout {
+		if confirmedFlush(t, f.admin, f.name) >= target {
+			return time.Since(start), true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start), false
+}
