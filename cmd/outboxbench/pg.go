@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	ddl "github.com/outboxrelay/outboxrelay/sql"
+)
+
+// identRE is what --table, --publication and slot names may contain: the
+// benchmark splices them into SQL.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+
+func checkIdent(flag, v string) error {
+	if !identRE.MatchString(v) {
+		return fmt.Errorf("%s %q: use a plain (optionally schema-qualified) identifier", flag, v)
+	}
+	return nil
+}
+
+// setupSQL creates the outbox table and a publication for it (--create),
+// for a bed without them. The table is the project's own sql/outbox.sql
+// (the fixture's columns) with the table name replaced.
+func setupSQL(table, publication, grantTo string) ([]string, error) {
+	b, err := fs.ReadFile(ddl.Files, "outbox.sql")
+	if err != nil {
+		return nil, fmt.Errorf("reading the outbox DDL: %w", err)
+	}
+	const fixtureTable = "public.outbox"
+	if !strings.Contains(string(b), fixtureTable) {
+		return nil, fmt.Errorf("sql/outbox.sql no longer creates %s", fixtureTable)
+	}
+	out := []string{strings.ReplaceAll(string(b), fixtureTable, table)}
+	if publication != "" {
+		out = append(out, fmt.Sprintf(`DO $$BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = '%s') THEN
+    CREATE PUBLICATION %s FOR TABLE %s;
+  END IF; END$$`, publication, publication, table))
+	}
+	if grantTo != "" {
+		out = append(out, fmt.Sprintf(`GRANT SELECT ON %s TO %s`, table, grantTo))
+	}
+	return out, nil
+}
+
+func execAll(ctx context.Context, conn *pgx.Conn, stmts []string) error {
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("running %q: %w", firstLine(s), err)
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// ensureSlot creates a pgoutput logical slot unless it exists, so that the
+// backlog inserted next is retained for the relay. It reports whether it
+// created the slot.
+func ensureSlot(ctx context.Context, conn *pgx.Conn, slot string) (bool, error) {
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)`, slot).Scan(&exists); err != nil {
+		return false, fmt.Errorf("looking up slot %s: %w", slot, err)
+	}
+	if exists {
+		return false, nil
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, slot); err != nil {
+		return false, fmt.Errorf("creating slot %s: %w", slot, err)
+	}
+	return true, nil
+}
+
+func dropSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
+	_, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, slot)
+	if err != nil {
+		return fmt.Errorf("dropping slot %s: %w", slot, err)
+	}
+	return nil
+}
+
+// slotState reads the slot's confirmed_flush_lsn and whether a walsender
+// streams from it.
+func slotState(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN, bool, error) {
+	var lsn string
+	var active bool
+	err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn::text, '0/0'), active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&lsn, &active)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading slot %s: %w", slot, err)
+	}
+	l, err := pglogrepl.ParseLSN(lsn)
+	if err != nil {
+		return 0, false, fmt.Errorf("parsing confirmed_flush_lsn %q of slot %s: %w", lsn, slot, err)
+	}
+	return l, active, nil
+}
+
+// insertLSN is the current WAL insert position. Read on an inserting
+// connection right after its last COMMIT, it is at or just past the end of
+// that commit record: the point a relay confirms once it acknowledged the
+// transaction (other sessions' WAL in between can push it a little further;
+// a relay then passes it with its next keepalive-based confirmation).
+func insertLSN(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
+	var s string
+	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&s); err != nil {
+		return 0, fmt.Errorf("reading pg_current_wal_insert_lsn: %w", err)
+	}
+	l, err := pglogrepl.ParseLSN(s)
+	if err != nil {
+		return 0, fmt.Errorf("parsing LSN %q: %w", s, err)
+	}
+	return l, nil
+}
+
+// waitConfirmed polls the slot until its confirmed_flush_lsn reaches target
+// and returns when it did.
+func waitConfirmed(ctx context.Context, conn *pgx.Conn, slot string, target pglogrepl.LSN) (time.Time, pglogrepl.LSN, error) {
+	for {
+		lsn, _, err := slotState(ctx, conn, slot)
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		if lsn >= target {
+			return time.Now(), lsn, nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, lsn, fmt.Errorf("waiting for slot %s to confirm %s (at %s): %w", slot, target, lsn, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitActive waits until a walsender streams from slot.
+func waitActive(ctx context.Context, conn *pgx.Conn, slot string) error {
+	for {
+		var active bool
+		err := conn.QueryRow(ctx, `SELECT coalesce((SELECT active FROM pg_replication_slots WHERE slot_name = $1), false)`, slot).Scan(&active)
+		if err != nil {
+			return fmt.Errorf("reading slot %s: %w", slot, err)
+		}
+		if active {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for a walsender on slot %s: %w", slot, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// findRecvlogical returns --pg-recvlogical, pg_recvlogical on PATH, or the
+// newest /usr/lib/postgresql/*/bin/pg_recvlogical.
+func findRecvlogical(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if p, err := exec.LookPath("pg_recvlogical"); err == nil {
+		return p, nil
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_recvlogical")
+	if len(found) == 0 {
+		return "", fmt.Errorf("pg_recvlogical not found on PATH or under /usr/lib/postgresql/*/bin; pass --pg-recvlogical")
+	}
+	slices.SortFunc(found, func(a, b string) int { return versionOf(a) - versionOf(b) })
+	return found[len(found)-1], nil
+}
+
+func versionOf(path string) int {
+	var v int
+	fmt.Sscanf(filepath.Base(filepath.Dir(filepath.Dir(path))), "%d", &v)
+	return v
+}
+
+// Recvlogical is the raw decoding limit: pg_recvlogical draining the same
+// backlog from its own pgoutput slot to /dev/null.
+type Recvlogical struct {
+	Slot          string  `json:"slot"`
+	Seconds       float64 `json:"seconds"`
+	ThroughputEPS float64 `json:"throughput_eps"`
+	EndLSN        string  `json:"endpos"`
+}
+
+// runRecvlogical times pg_recvlogical from start to its exit at endpos.
+func runRecvlogical(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) (time.Duration, error) {
+	cmd := exec.CommandContext(ctx, bin,
+		"-d", pgURL, "--slot", slot, "--start",
+		"-o", "proto_version=1", "-o", "publication_names="+publication,
+		"--endpos", endpos.String(), "--no-loop", "-f", "/dev/null")
+	cmd.Stderr = os.Stderr
+	t0 := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("running pg_recvlogical --slot %s --endpos %s: %w", slot, endpos, err)
+	}
+	return time.Since(t0), nil
+}
