@@ -17,6 +17,7 @@ type child struct {
 	started time.Time
 	done    chan struct{} // closed when Wait returned
 	waitErr error
+	rss     *rssSampler
 }
 
 // startChild runs cmdline with /bin/sh. A simple command is exec'd by the
@@ -42,6 +43,8 @@ func startChild(cmdline, logPath string) (*child, error) {
 		logf.Close()
 		return nil, fmt.Errorf("starting relay %q: %w", cmdline, err)
 	}
+	c.rss = &rssSampler{pgid: cmd.Process.Pid}
+	go c.rss.run(100*time.Millisecond, c.done)
 	go func() {
 		c.waitErr = cmd.Wait()
 		logf.Close()
@@ -63,7 +66,7 @@ func (c *child) exited() bool {
 
 // Usage is what the kernel accounted for the relay over its whole life.
 type Usage struct {
-	PeakRSSMiB  float64
+	PeakRSSMiB  float64 // largest VmHWM sampled (see rss.go)
 	CPUSeconds  float64
 	ExitCode    int
 	StopSeconds float64 // SIGTERM to exit
@@ -74,6 +77,7 @@ type Usage struct {
 // SIGKILLs it, and returns its resource usage.
 func (c *child) stop(grace time.Duration) (Usage, error) {
 	var u Usage
+	c.rss.sample() // the peak while it worked, before shutdown
 	t0 := time.Now()
 	if !c.exited() {
 		if err := syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -90,8 +94,10 @@ func (c *child) stop(grace time.Duration) (Usage, error) {
 	u.StopSeconds = round3(time.Since(t0).Seconds())
 	st := c.cmd.ProcessState
 	u.ExitCode = st.ExitCode()
+	u.PeakRSSMiB = round3(float64(c.rss.peak.Load()) / 1024)
+	// CPU time is the child's own (and its waited-for children's); unlike
+	// ru_maxrss it is not inherited from this process (see rss.go).
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-		u.PeakRSSMiB = round3(float64(ru.Maxrss) / 1024) // Linux: KiB
 		u.CPUSeconds = round3(tv(ru.Utime) + tv(ru.Stime))
 	}
 	return u, nil
