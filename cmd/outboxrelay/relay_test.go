@@ -46,10 +46,16 @@ type relay struct {
 
 func startRelay(t *testing.T, configPath string) *relay {
 	t.Helper()
+	return startRelayWith(t, configPath, testbed.KafkaBrokers(t))
+}
+
+// startRelayWith runs the relay against the given Kafka bootstrap address.
+func startRelayWith(t *testing.T, configPath, brokers string) *relay {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relay{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
 	go func() {
-		r.done <- run(ctx, []string{"run", "--config", configPath, "--kafka-brokers", testbed.KafkaBrokers(t), "--log-format", "text"}, r.log, r.log)
+		r.done <- run(ctx, []string{"run", "--config", configPath, "--kafka-brokers", brokers, "--log-format", "text"}, r.log, r.log)
 	}()
 	t.Cleanup(func() {
 		r.cancel()

@@ -47,3 +47,26 @@ func lookup(t testing.TB, name, what string) string {
 	t.Skipf("skipping: needs %s (%s unset); %s", what, name, howTo)
 	return ""
 }
+
+// Environment variables of the bed's TLS and SASL endpoints.
+const (
+	EnvPostgresCA        = "OUTBOXRELAY_TEST_PG_CA"
+	EnvPostgresWrongCA   = "OUTBOXRELAY_TEST_PG_WRONG_CA"
+	EnvKafkaSASLBrokers  = "OUTBOXRELAY_TEST_KAFKA_SASL_BROKERS"
+	EnvKafkaSASLUser     = "OUTBOXRELAY_TEST_KAFKA_SASL_USER"
+	EnvKafkaSASLPassword = "OUTBOXRELAY_TEST_KAFKA_SASL_PASSWORD"
+)
+
+// PostgresTLS returns the CA that signed the bed's PostgreSQL server
+// certificate (for 127.0.0.1 and localhost) and an unrelated CA.
+func PostgresTLS(t testing.TB) (ca, wrongCA string) {
+	t.Helper()
+	return lookup(t, EnvPostgresCA, "PostgreSQL TLS"), lookup(t, EnvPostgresWrongCA, "PostgreSQL TLS")
+}
+
+// KafkaSASL returns the bed's SASL_PLAINTEXT listener (SCRAM-SHA-512) and
+// its user and password.
+func KafkaSASL(t testing.TB) (brokers, user, password string) {
+	t.Helper()
+	return lookup(t, EnvKafkaSASLBrokers, "Kafka SASL listener"), lookup(t, EnvKafkaSASLUser, "Kafka SASL listener"), lookup(t, EnvKafkaSASLPassword, "Kafka SASL listener")
+}
