@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -285,6 +286,7 @@ func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *co
 		err error
 	}
 	confirmCh := make(chan confirmed, 1)
+	var seen atomic.Uint64
 	if o.slot != "" {
 		pconn, err := pgx.Connect(ctx, o.pgURL)
 		if err != nil {
@@ -292,14 +294,19 @@ func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *co
 		}
 		defer pconn.Close(context.Background())
 		go func() {
-			at, lsn, err := waitConfirmed(ctx, pconn, o.slot, target)
+			at, lsn, err := waitConfirmed(ctx, pconn, o.slot, target, &seen)
 			confirmCh <- confirmed{at, lsn, err}
 		}()
 	}
 
 	var errs []error
 	stop := b.every(ctx, func() {
-		b.log.Info("draining", append([]any{"of", o.events}, col.progress(t0)...)...)
+		args := append([]any{"of", o.events}, col.progress(t0)...)
+		if c := pglogrepl.LSN(seen.Load()); o.slot != "" && c < target {
+			// Which side lags: the relay (slot far behind) or the consumer.
+			args = append(args, "slot_behind_mib", round1(float64(target-c)/(1<<20)))
+		}
+		b.log.Info("draining", args...)
 	})
 	relayDied := make(<-chan struct{})
 	if relay != nil {
@@ -354,6 +361,7 @@ func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *co
 	if s.Mode == "backlog" {
 		lat := tr.Latency()
 		s.Latency = &lat
+		s.LatencySource = "consumer receipt - payload ts (clock_timestamp() at INSERT); a backlog's includes its wait for the relay"
 	}
 	if s.Recvlogical != nil && s.Recvlogical.ThroughputEPS > 0 && s.Missing == 0 {
 		s.RelayVsRecvlogical = round3(s.ThroughputEPS / s.Recvlogical.ThroughputEPS)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -129,13 +130,14 @@ func insertLSN(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
 }
 
 // waitConfirmed polls the slot until its confirmed_flush_lsn reaches target
-// and returns when it did.
-func waitConfirmed(ctx context.Context, conn *pgx.Conn, slot string, target pglogrepl.LSN) (time.Time, pglogrepl.LSN, error) {
+// and returns when it did; seen holds the latest value for progress lines.
+func waitConfirmed(ctx context.Context, conn *pgx.Conn, slot string, target pglogrepl.LSN, seen *atomic.Uint64) (time.Time, pglogrepl.LSN, error) {
 	for {
 		lsn, _, err := slotState(ctx, conn, slot)
 		if err != nil {
 			return time.Time{}, 0, err
 		}
+		seen.Store(uint64(lsn))
 		if lsn >= target {
 			return time.Now(), lsn, nil
 		}
