@@ -1,0 +1,571 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
+)
+
+// Env is what a run needs: the bed, a running Connect worker
+// (scripts/debezium up) and a built outboxrelay binary.
+type Env struct {
+	PGURL      string // superuser DSN of the bed
+	Brokers    string // bed's Kafka
+	ConnectURL string // Connect worker's REST API
+	RelayBin   string // outboxrelay binary
+	Root       string // repository root: testdata/connector.json, sql/outbox.sql
+	RunID      string // makes schema, slot, connector and topic names unique on a shared bed
+	WorkDir    string // relay configs and logs
+	Timeout    time.Duration
+	Quiet      time.Duration // after the expected count, wait this long for extra records
+	Logf       func(format string, args ...any)
+}
+
+// names are one case's identifiers on the shared bed.
+type names struct {
+	schema, pub, slotD, slotR, nsD, nsR string
+}
+
+func (e *Env) names(idx int) names {
+	s := fmt.Sprintf("cf%s_%02d", e.RunID, idx)
+	return names{schema: s, pub: s, slotD: s + "_dbz", slotR: s + "_rly", nsD: s + ".dbz.", nsR: s + ".rly."}
+}
+
+// Run runs one case through both and compares the records.
+func (e *Env) Run(ctx context.Context, c *Case, idx int) *Verdict {
+	n := e.names(idx)
+	dbz, rly, err := e.run(ctx, c, n)
+	if err != nil {
+		return &Verdict{Case: c, Err: err, Debezium: len(dbz), Relay: len(rly)}
+	}
+	return Compare(c, dbz, rly)
+}
+
+func (e *Env) run(ctx context.Context, c *Case, n names) (dbz, rly []Record, err error) {
+	admin, err := pgx.Connect(ctx, e.PGURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	defer admin.Close(context.Background())
+	defer e.cleanup(admin, n)
+
+	if err := e.prepare(ctx, admin, c, n); err != nil {
+		return nil, nil, err
+	}
+	base, err := e.connectorConfig(c, n)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// Debezium: one connector on the shared worker.
+	dcfg := withNamespace(base, n.slotD, n.nsD)
+	if err := e.createConnector(ctx, n.schema, dcfg); err != nil {
+		return nil, nil, err
+	}
+	defer e.deleteConnector(n.schema)
+
+	// outboxrelay: its own process on its own slot.
+	relay, err := e.startRelay(c, n, withNamespace(base, n.slotR, n.nsR))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer relay.stop()
+
+	if err := e.waitStreaming(ctx, admin, n, relay); err != nil {
+		return nil, nil, err
+	}
+	if err := runSteps(ctx, e.PGURL, n.schema, c); err != nil {
+		return nil, nil, err
+	}
+
+	deadline := time.Now().Add(e.Timeout)
+	var quietUntil time.Time
+	for {
+		dbz, err = readNamespace(ctx, e.Brokers, n.nsD)
+		if err != nil {
+			return nil, nil, err
+		}
+		rly, err = readNamespace(ctx, e.Brokers, n.nsR)
+		if err != nil {
+			return nil, nil, err
+		}
+		now := time.Now()
+		if quietUntil.IsZero() && len(dbz) >= c.Records && len(rly) >= c.Records {
+			quietUntil = now.Add(e.Quiet)
+		}
+		if !quietUntil.IsZero() && now.After(quietUntil) {
+			break
+		}
+		if quietUntil.IsZero() && now.After(deadline) {
+			break // Compare reports the missing records
+		}
+		if relay.exited() {
+			return dbz, rly, fmt.Errorf("outboxrelay exited: %s", relay.tail())
+		}
+		if trace := e.taskFailure(ctx, n.schema); trace != "" {
+			return dbz, rly, fmt.Errorf("Debezium's task failed: %s", trace)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if len(dbz) < c.Records {
+		if trace := e.taskFailure(ctx, n.schema); trace != "" {
+			return dbz, rly, fmt.Errorf("Debezium's task failed: %s", trace)
+		}
+	}
+	if len(rly) < c.Records && relay.exited() {
+		return dbz, rly, fmt.Errorf("outboxrelay exited: %s", relay.tail())
+	}
+	return dbz, rly, nil
+}
+
+// prepare makes the case's schema: the fixture's outbox table (unless
+// custom), the setup section, the relay role's grants and a publication
+// of every table in the schema.
+func (e *Env) prepare(ctx context.Context, admin *pgx.Conn, c *Case, n names) error {
+	stmts := []string{"CREATE SCHEMA " + n.schema, "SET search_path = " + n.schema}
+	if !c.CustomTable {
+		ddl, err := os.ReadFile(filepath.Join(e.Root, "sql", "outbox.sql"))
+		if err != nil {
+			return err
+		}
+		stmts = append(stmts, strings.ReplaceAll(string(ddl), "public.outbox", n.schema+".outbox"))
+	}
+	if strings.TrimSpace(c.Setup) != "" {
+		stmts = append(stmts, c.Setup)
+	}
+	stmts = append(stmts,
+		"RESET search_path",
+		fmt.Sprintf("GRANT USAGE ON SCHEMA %s TO debezium", n.schema),
+		fmt.Sprintf("GRANT SELECT ON ALL TABLES IN SCHEMA %s TO debezium", n.schema),
+		fmt.Sprintf("CREATE PUBLICATION %s FOR TABLES IN SCHEMA %s", n.pub, n.schema),
+	)
+	for _, s := range stmts {
+		if _, err := admin.PgConn().Exec(ctx, s).ReadAll(); err != nil {
+			return fmt.Errorf("preparing %s: %s: %w", c.ID, firstLine(s), err)
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// connectorConfig is testdata/connector.json with the bed's address, the
+// case's publication, table and topic.prefix, and the case's overrides.
+func (e *Env) connectorConfig(c *Case, n names) (map[string]any, error) {
+	raw, err := os.ReadFile(filepath.Join(e.Root, "testdata", "connector.json"))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Config map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("testdata/connector.json: %w", err)
+	}
+	u, err := url.Parse(e.PGURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg := doc.Config
+	cfg["database.hostname"] = u.Hostname()
+	cfg["database.port"] = u.Port()
+	cfg["publication.name"] = n.pub
+	cfg["table.include.list"] = n.schema + `\.outbox`
+	cfg["topic.prefix"] = n.schema
+	for _, o := range c.Config {
+		if o.Delete {
+			delete(cfg, o.Key)
+			continue
+		}
+		cfg[o.Key] = strings.ReplaceAll(o.Value, "${schema}", n.schema)
+	}
+	return cfg, nil
+}
+
+// withNamespace gives one side its slot and prefixes every routed topic
+// with ns through route.topic.replacement.
+func withNamespace(base map[string]any, slot, ns string) map[string]any {
+	cfg := make(map[string]any, len(base)+2)
+	for k, v := range base {
+		cfg[k] = v
+	}
+	cfg["slot.name"] = slot
+	alias, _, _ := strings.Cut(fmt.Sprint(cfg["transforms"]), ",")
+	key := "transforms." + strings.TrimSpace(alias) + ".route.topic.replacement"
+	repl, ok := cfg[key]
+	if !ok {
+		repl = "outbox.event.${routedByValue}"
+	}
+	cfg[key] = ns + fmt.Sprint(repl)
+	return cfg
+}
+
+// ---------------------------------------------------------------- Connect
+
+func (e *Env) rest(ctx context.Context, method, path string, body any) ([]byte, int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.ConnectURL+path, rd)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, resp.StatusCode, err
+}
+
+func (e *Env) createConnector(ctx context.Context, name string, cfg map[string]any) error {
+	b, code, err := e.rest(ctx, http.MethodPost, "/connectors", map[string]any{"name": name, "config": cfg})
+	if err != nil {
+		return fmt.Errorf("creating Debezium connector: %w", err)
+	}
+	if code/100 != 2 {
+		return fmt.Errorf("creating Debezium connector: HTTP %d: %s", code, b)
+	}
+	return nil
+}
+
+func (e *Env) deleteConnector(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, code, err := e.rest(ctx, http.MethodDelete, "/connectors/"+name, nil); err != nil || code/100 != 2 {
+		e.Logf("deleting connector %s: HTTP %d %v", name, code, err)
+	}
+}
+
+// taskFailure returns the trace of a failed connector or task, or "".
+func (e *Env) taskFailure(ctx context.Context, name string) string {
+	b, code, err := e.rest(ctx, http.MethodGet, "/connectors/"+name+"/status", nil)
+	if err != nil || code != http.StatusOK {
+		return ""
+	}
+	var st struct {
+		Connector struct{ State, Trace string }
+		Tasks     []struct{ State, Trace string }
+	}
+	if json.Unmarshal(b, &st) != nil {
+		return ""
+	}
+	if st.Connector.State == "FAILED" {
+		return firstLines(st.Connector.Trace, 3)
+	}
+	for _, t := range st.Tasks {
+		if t.State == "FAILED" {
+			return firstLines(t.Trace, 3)
+		}
+	}
+	return ""
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// ------------------------------------------------------------ outboxrelay
+
+type relayProc struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+func (e *Env) startRelay(c *Case, n names, cfg map[string]any) (*relayProc, error) {
+	b, err := json.MarshalIndent(map[string]any{"name": n.schema, "config": cfg}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(e.WorkDir, n.schema+".json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, err
+	}
+	p := &relayProc{logPath: filepath.Join(e.WorkDir, n.schema+".log"), done: make(chan struct{})}
+	logf, err := os.Create(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(e.RelayBin, "run", "--config", path, "--kafka-brokers", e.Brokers, "--log-format", "text")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("starting outboxrelay: %w", err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *relayProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *relayProc) stop() {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *relayProc) tail() string {
+	b, _ := os.ReadFile(p.logPath)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// ------------------------------------------------------------- PostgreSQL
+
+// waitStreaming waits until a walsender streams from each side's slot.
+func (e *Env) waitStreaming(ctx context.Context, admin *pgx.Conn, n names, relay *relayProc) error {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var active int
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE slot_name IN ($1, $2) AND active`, n.slotD, n.slotR).Scan(&active)
+		if err != nil {
+			return err
+		}
+		if active == 2 {
+			return nil
+		}
+		if relay.exited() {
+			return fmt.Errorf("outboxrelay exited before streaming: %s", relay.tail())
+		}
+		if trace := e.taskFailure(ctx, n.schema); trace != "" {
+			return fmt.Errorf("Debezium's task failed before streaming: %s", trace)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("slots %s and %s not both streaming after 90 s", n.slotD, n.slotR)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// runSteps runs the case's run section, each chunk on its session.
+func runSteps(ctx context.Context, dsn, schema string, c *Case) error {
+	conns := make([]*pgx.Conn, c.Sessions())
+	defer func() {
+		for _, cn := range conns {
+			if cn != nil {
+				cn.Close(context.Background())
+			}
+		}
+	}()
+	for i := range conns {
+		cn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		conns[i] = cn
+		if _, err := cn.Exec(ctx, "SET search_path = "+schema); err != nil {
+			return err
+		}
+	}
+	for i, s := range c.Steps {
+		if _, err := conns[s.Conn-1].PgConn().Exec(ctx, s.SQL).ReadAll(); err != nil {
+			return fmt.Errorf("%s: run chunk %d (session %d): %s: %w", c.ID, i+1, s.Conn, firstLine(s.SQL), err)
+		}
+	}
+	return nil
+}
+
+// cleanup removes everything the case made: connector slots (once their
+// walsenders are gone), publication, schema and topics.
+func (e *Env) cleanup(admin *pgx.Conn, n names) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, slot := range []string{n.slotD, n.slotR} {
+		for {
+			var active *bool
+			err := admin.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
+			if errors.Is(err, pgx.ErrNoRows) {
+				break
+			}
+			if err != nil {
+				e.Logf("clean-up: slot %s: %v", slot, err)
+				break
+			}
+			if !*active {
+				if _, err := admin.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err != nil {
+					e.Logf("clean-up: dropping slot %s: %v", slot, err)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				e.Logf("clean-up: slot %s still active; left for scripts/debezium down", slot)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	for _, s := range []string{"DROP PUBLICATION IF EXISTS " + n.pub, "DROP SCHEMA IF EXISTS " + n.schema + " CASCADE"} {
+		if _, err := admin.Exec(ctx, s); err != nil {
+			e.Logf("clean-up: %s: %v", s, err)
+		}
+	}
+	if err := deleteTopics(ctx, e.Brokers, n.schema+"."); err != nil {
+		e.Logf("clean-up: topics %s*: %v", n.schema, err)
+	}
+}
+
+// ------------------------------------------------------------------ Kafka
+
+func topicsWithPrefix(brokers, prefix string) (map[string][]int, error) {
+	conn, err := kafka.Dial("tcp", brokers)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ps, err := conn.ReadPartitions()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]int{}
+	for _, p := range ps {
+		if strings.HasPrefix(p.Topic, prefix) {
+			out[p.Topic] = append(out[p.Topic], p.ID)
+		}
+	}
+	return out, nil
+}
+
+// readNamespace reads every record of every topic whose name starts with
+// prefix, the prefix cut from the topic.
+func readNamespace(ctx context.Context, brokers, prefix string) ([]Record, error) {
+	topics, err := topicsWithPrefix(brokers, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	var out []Record
+	for topic, parts := range topics {
+		for _, p := range parts {
+			recs, err := readPartition(ctx, brokers, topic, p)
+			if err != nil {
+				return nil, err
+			}
+			for i := range recs {
+				recs[i].Topic = strings.TrimPrefix(topic, prefix)
+			}
+			out = append(out, recs...)
+		}
+	}
+	return out, nil
+}
+
+func readPartition(ctx context.Context, brokers, topic string, partition int) ([]Record, error) {
+	conn, err := kafka.DialLeader(ctx, "tcp", brokers, topic, partition)
+	if err != nil {
+		return nil, fmt.Errorf("dialing leader of %s/%d: %w", topic, partition, err)
+	}
+	defer conn.Close()
+	first, last, err := conn.ReadOffsets()
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %s/%d: %w", topic, partition, err)
+	}
+	var out []Record
+	for off := first; off < last; {
+		if _, err := conn.Seek(off, kafka.SeekAbsolute); err != nil {
+			return nil, err
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		batch := conn.ReadBatch(1, 32<<20)
+		n := 0
+		for {
+			m, err := batch.ReadMessage()
+			if err != nil {
+				break
+			}
+			out = append(out, toRecord(m))
+			off = m.Offset + 1
+			n++
+			if off >= last {
+				break
+			}
+		}
+		if err := batch.Close(); err != nil && n == 0 {
+			return nil, fmt.Errorf("reading %s/%d at %d: %w", topic, partition, off, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("reading %s/%d at %d: no progress", topic, partition, off)
+		}
+	}
+	return out, nil
+}
+
+func toRecord(m kafka.Message) Record {
+	r := Record{Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value}
+	for _, h := range m.Headers {
+		r.Headers = append(r.Headers, Header{Key: h.Key, Value: h.Value})
+	}
+	return r
+}
+
+func deleteTopics(ctx context.Context, brokers, prefix string) error {
+	topics, err := topicsWithPrefix(brokers, prefix)
+	if err != nil || len(topics) == 0 {
+		return err
+	}
+	var names []string
+	for t := range topics {
+		names = append(names, t)
+	}
+	client := &kafka.Client{Addr: kafka.TCP(brokers), Timeout: 30 * time.Second}
+	_, err = client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: names})
+	return err
+}
