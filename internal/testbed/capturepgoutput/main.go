@@ -46,7 +46,7 @@ var workload = []string{
 	 VALUES ('orders', '9191642889', 'paid', '{"orderId": 9191642889, "payableAmount": 199.00}', 'happy', 199.00, true, '\xdeadbeef')`,
 	`BEGIN; INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('payments', 'pay-889900', 'PaymentSucceeded', '{"paymentId": "pay-889900", "channel": "wallet"}'), ('ünïcode', 'ключ', 'e', '{"a": [1, 2.50, null, []]}'); COMMIT`,
 	`INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('big', 'b', 'e', jsonb_build_object('blob', (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 1000))))`,
-	`UPDATE cap.outbox SET type = 'updated' WHERE aggregatetype = 'big'`, // the TOASTed payload is sent as unchanged ('u')
+	`UPDATE cap.outbox SET type = 'updated' WHERE aggregatetype = 'big'`,  // the TOASTed payload is sent as unchanged ('u')
 	`UPDATE cap.outbox SET id = id + 1000 WHERE aggregatetype = 'orders'`, // key change: old key tuple ('K')
 	`UPDATE cap.full_identity SET note = 'changed'`,                       // REPLICA IDENTITY FULL: old tuple ('O')
 	`DELETE FROM cap.outbox WHERE aggregatetype = 'payments'`,
