@@ -41,25 +41,27 @@ func main() {
 }
 
 // workload is the SQL that produces the frames, in order.
-var workload = []string{
-	`INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload, mood, amount, flag, blob)
+func workload() []string {
+	return []string{
+		`INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload, mood, amount, flag, blob)
 	 VALUES ('orders', '9191642889', 'paid', '{"orderId": 9191642889, "payableAmount": 199.00}', 'happy', 199.00, true, '\xdeadbeef')`,
-	`BEGIN; INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('payments', 'pay-889900', 'PaymentSucceeded', '{"paymentId": "pay-889900", "channel": "wallet"}'), ('ünïcode', 'ключ', 'e', '{"a": [1, 2.50, null, []]}'); COMMIT`,
-	`INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('big', 'b', 'e', jsonb_build_object('blob', (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 1000))))`,
-	`UPDATE cap.outbox SET type = 'updated' WHERE aggregatetype = 'big'`,  // the TOASTed payload is sent as unchanged ('u')
-	`UPDATE cap.outbox SET id = id + 1000 WHERE aggregatetype = 'orders'`, // key change: old key tuple ('K')
-	`UPDATE cap.full_identity SET note = 'changed'`,                       // REPLICA IDENTITY FULL: old tuple ('O')
-	`DELETE FROM cap.outbox WHERE aggregatetype = 'payments'`,
-	`DELETE FROM cap.full_identity`,
-	`SELECT pg_logical_emit_message(true, 'outboxrelay', 'transactional message')`,
-	`SELECT pg_logical_emit_message(false, 'outboxrelay', 'non-transactional message')`,
-	`TRUNCATE cap.full_identity, cap.outbox RESTART IDENTITY CASCADE`,
-	// A transaction replayed from another node carries an origin; the
-	// session setup must be its own statement, so the commit sees it.
-	`SELECT pg_replication_origin_session_setup('cap_origin')`,
-	`INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('origin', 'o', 'e', '{}')`,
-	`SELECT pg_replication_origin_session_reset()`,
-	`ALTER TABLE cap.outbox ADD COLUMN extra text; INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload, extra) VALUES ('altered', 'a', 'e', '{}', 'new column')`,
+		`BEGIN; INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('payments', 'pay-889900', 'PaymentSucceeded', '{"paymentId": "pay-889900", "channel": "wallet"}'), ('ünïcode', 'ключ', 'e', '{"a": [1, 2.50, null, []]}'); COMMIT`,
+		`INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('big', 'b', 'e', jsonb_build_object('blob', (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 1000))))`,
+		`UPDATE cap.outbox SET type = 'updated' WHERE aggregatetype = 'big'`,  // the TOASTed payload is sent as unchanged ('u')
+		`UPDATE cap.outbox SET id = id + 1000 WHERE aggregatetype = 'orders'`, // key change: old key tuple ('K')
+		`UPDATE cap.full_identity SET note = 'changed'`,                       // REPLICA IDENTITY FULL: old tuple ('O')
+		`DELETE FROM cap.outbox WHERE aggregatetype = 'payments'`,
+		`DELETE FROM cap.full_identity`,
+		`SELECT pg_logical_emit_message(true, 'outboxrelay', 'transactional message')`,
+		`SELECT pg_logical_emit_message(false, 'outboxrelay', 'non-transactional message')`,
+		`TRUNCATE cap.full_identity, cap.outbox RESTART IDENTITY CASCADE`,
+		// A transaction replayed from another node carries an origin; the
+		// session setup must be its own statement, so the commit sees it.
+		`SELECT pg_replication_origin_session_setup('cap_origin')`,
+		`INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload) VALUES ('origin', 'o', 'e', '{}')`,
+		`SELECT pg_replication_origin_session_reset()`,
+		`ALTER TABLE cap.outbox ADD COLUMN extra text; INSERT INTO cap.outbox (aggregatetype, aggregateid, type, payload, extra) VALUES ('altered', 'a', 'e', '{}', 'new column')`,
+	}
 }
 
 func capture(ctx context.Context, dsn, out string) error {
@@ -107,7 +109,7 @@ func capture(ctx context.Context, dsn, out string) error {
 		return fmt.Errorf("creating slot: %w", err)
 	}
 	start, _ := pglogrepl.ParseLSN(slot.ConsistentPoint)
-	for _, s := range workload {
+	for _, s := range workload() {
 		if _, err := admin.Exec(ctx, s); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
