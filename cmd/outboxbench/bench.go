@@ -96,6 +96,11 @@ func (b *bench) run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if o.slot != "" {
+		if o.freshSlot {
+			if err := dropSlot(ctx, admin, o.slot); err != nil {
+				return nil, err
+			}
+		}
 		created, err := ensureSlot(ctx, admin, o.slot)
 		if err != nil {
 			return nil, err

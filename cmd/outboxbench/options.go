@@ -31,6 +31,7 @@ type options struct {
 	rowsPerTx      int
 	txPerTrip      int
 	slot           string
+	freshSlot      bool
 
 	relayCmd  string
 	relayLog  string
@@ -86,6 +87,7 @@ func (o *options) register(fl *flag.FlagSet) {
 	fl.StringVar(&o.types, "aggregate-types", "bench", "comma-separated aggregate types; aggregate a has type a mod len")
 	fl.StringVar(&o.eventType, "event-type", "BenchEvent", "event_type column value")
 	fl.StringVar(&o.slot, "slot", "", "the relay's slot: created (pgoutput) before inserting when missing; its confirmed_flush_lsn is timed")
+	fl.BoolVar(&o.freshSlot, "fresh-slot", false, "drop --slot (when idle) and create it anew before inserting, so the relay does not first decode WAL written since its last run")
 	fl.StringVar(&o.relayCmd, "relay-cmd", "", "start the relay with /bin/sh -c (in its own process group), measure it, SIGTERM it at the end")
 	fl.StringVar(&o.relayLog, "relay-log", filepath.Join(os.TempDir(), "outboxbench-relay.log"), "the relay's stdout and stderr")
 	fl.DurationVar(&o.stopGrace, "stop-grace", 30*time.Second, "time the relay gets to exit after SIGTERM before SIGKILL")
@@ -140,6 +142,9 @@ func (o *options) validate() error {
 	}
 	if o.recvSlot != "" && o.recvSlot == o.slot {
 		errs = append(errs, errors.New("--recvlogical-slot must differ from --slot"))
+	}
+	if o.freshSlot && o.slot == "" {
+		errs = append(errs, errors.New("--fresh-slot needs --slot"))
 	}
 	if o.relayCmd != "" && o.slot == "" {
 		errs = append(errs, errors.New("--relay-cmd needs --slot (the relay's slot must exist before the insert, or a no_data relay would skip the events)"))
