@@ -10,8 +10,11 @@ import (
 
 // TestBigTransaction: one transaction of 100,000 rows (about 50 MB of
 // payload) relays completely while the relay's peak RSS stays bounded.
+//
+// Not parallel, like TestIdleOutboxFollowsWAL: every walsender decodes all
+// of the database's WAL, so this test's 60 MB would slow down the slots of
+// the other tests; run first and alone, it is behind their slots' start.
 func TestBigTransaction(t *testing.T) {
-	t.Parallel()
 	const (
 		rows   = 100000
 		pad    = 500 // payload bytes per row beyond the sequence
@@ -28,7 +31,7 @@ func TestBigTransaction(t *testing.T) {
 	committed := time.Since(started)
 
 	seen := make(map[int64]bool, rows)
-	recs := consume(t, f.topic("big"), rows, 150*time.Second, time.Second)
+	recs := f.consume(t, f.topic("big"), rows, 150*time.Second, time.Second)
 	drained := time.Since(started)
 	dups := 0
 	for _, rec := range recs {

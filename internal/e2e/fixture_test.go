@@ -183,3 +183,25 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// slotState describes the fixture's slot and its walsender, for a failure
+// message: whether the server had sent the missing WAL at all.
+func (f *fixture) slotState(t *testing.T) string {
+	t.Helper()
+	var active bool
+	var confirmed, current string
+	var sent, flush *string
+	err := f.admin.QueryRow(context.Background(), `SELECT r.active, r.confirmed_flush_lsn::text, pg_current_wal_lsn()::text, s.sent_lsn::text, s.flush_lsn::text
+		FROM pg_replication_slots r LEFT JOIN pg_stat_replication s ON s.pid = r.active_pid WHERE r.slot_name = $1`, f.name).Scan(&active, &confirmed, &current, &sent, &flush)
+	if err != nil {
+		return fmt.Sprintf("slot %s: %v", f.name, err)
+	}
+	deref := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	return fmt.Sprintf("slot %s: active=%t confirmed_flush_lsn=%s; walsender sent_lsn=%s flush_lsn=%s; pg_current_wal_lsn=%s",
+		f.name, active, confirmed, deref(sent), deref(flush), current)
+}

@@ -17,8 +17,9 @@ import (
 // decoding what is still in the walsender's queue). Then WAL of a table
 // outside the publication, which the walsender sends no transaction for,
 // is confirmed through keepalives alone (invariant 2), as fast.
+//
+// Not parallel: see TestBigTransaction.
 func TestIdleOutboxFollowsWAL(t *testing.T) {
-	t.Parallel()
 	const (
 		interval  = 2 * time.Second
 		churnWant = 50 << 20 // bytes of WAL

@@ -24,14 +24,14 @@ type record struct {
 }
 
 // consume reads topic from the beginning, all partitions at once, until
-// want records arrived (failing after timeout), then quiet more for
-// records that should not be there. Records of one partition come back in
-// offset order.
-func consume(t *testing.T, topic string, want int, timeout, quiet time.Duration) []record {
+// want records arrived (failing after timeout, with the state of the
+// fixture's slot and walsender), then quiet more for records that should
+// not be there. Records of one partition come back in offset order.
+func (f *fixture) consume(t *testing.T, topic string, want int, timeout, quiet time.Duration) []record {
 	t.Helper()
 	brokers := testbed.KafkaBrokers(t)
 	deadline := time.Now().Add(timeout)
-	parts := waitPartitions(t, topic, deadline)
+	parts := f.waitPartitions(t, topic, deadline)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
@@ -104,7 +104,7 @@ func consume(t *testing.T, topic string, want int, timeout, quiet time.Duration)
 			return out
 		case <-overall.C:
 			if quietTimer == nil {
-				t.Fatalf("topic %s: %d of %d records after %s", topic, len(out), want, timeout)
+				t.Fatalf("topic %s: %d of %d records after %s; %s", topic, len(out), want, timeout, f.slotState(t))
 			}
 		}
 	}
@@ -126,7 +126,7 @@ func toRecord(m kafka.Message) (record, error) {
 
 // waitPartitions returns the partition ids of topic, waiting for the relay
 // to create it.
-func waitPartitions(t *testing.T, topic string, deadline time.Time) []int {
+func (f *fixture) waitPartitions(t *testing.T, topic string, deadline time.Time) []int {
 	t.Helper()
 	for {
 		conn, err := kafka.Dial("tcp", testbed.KafkaBrokers(t))
@@ -144,7 +144,7 @@ func waitPartitions(t *testing.T, topic string, deadline time.Time) []int {
 			return ids
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("topic %s never appeared: %v", topic, err)
+			t.Fatalf("topic %s never appeared: %v; %s", topic, err, f.slotState(t))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

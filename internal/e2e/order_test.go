@@ -65,7 +65,7 @@ func TestCommitOrder(t *testing.T) {
 		want = append(want, ids...)
 	}
 
-	recs := consume(t, f.topic("orders"), len(want), 60*time.Second, time.Second)
+	recs := f.consume(t, f.topic("orders"), len(want), 60*time.Second, time.Second)
 	got := make([]int64, len(recs))
 	for i, r := range recs {
 		got[i] = r.ID

@@ -33,7 +33,7 @@ func TestPartitioningMatchesJavaAndKeepsAggregateOrder(t *testing.T) {
 	started := time.Now()
 	javaProduce(t, javaTopic, lines)
 	javaPartition := map[string]int{}
-	for _, r := range consume(t, javaTopic, aggregates, 60*time.Second, 500*time.Millisecond) {
+	for _, r := range f.consume(t, javaTopic, aggregates, 60*time.Second, 500*time.Millisecond) {
 		javaPartition[r.Key] = r.Partition
 	}
 	if len(javaPartition) != aggregates {
@@ -57,7 +57,7 @@ func TestPartitioningMatchesJavaAndKeepsAggregateOrder(t *testing.T) {
 	}
 	t.Logf("inserted %d events over %d aggregates in %s", events, aggregates, time.Since(started).Round(time.Millisecond))
 
-	recs := consume(t, f.topic("orders"), events, 120*time.Second, time.Second)
+	recs := f.consume(t, f.topic("orders"), events, 120*time.Second, time.Second)
 	t.Logf("consumed %d records %s after the first insert", len(recs), time.Since(started).Round(time.Millisecond))
 	if len(recs) != events {
 		t.Errorf("topic %s: %d records, want %d", f.topic("orders"), len(recs), events)

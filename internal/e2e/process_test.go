@@ -54,7 +54,7 @@ func startRelay(t *testing.T, cfg string) *relayProc {
 			<-r.done
 		}
 		if t.Failed() {
-			t.Logf("relay (pid %d) log %s, last lines:\n%s", cmd.Process.Pid, r.logPath, r.logTail(40))
+			t.Logf("relay (pid %d) log %s, last lines:\n%s", cmd.Process.Pid, r.logPath, r.logTail(100))
 		}
 	})
 	return r

@@ -31,7 +31,7 @@ func TestSnapshotNoData(t *testing.T) {
 	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
 	after := insertEvents(t, f.admin, f, 20)
 
-	recs := consume(t, f.topic("orders"), len(after), 30*time.Second, 2*time.Second)
+	recs := f.consume(t, f.topic("orders"), len(after), 30*time.Second, 2*time.Second)
 	got := make([]int64, len(recs))
 	for i, r := range recs {
 		got[i] = r.ID
@@ -89,7 +89,7 @@ func TestSnapshotInitial(t *testing.T) {
 	}
 	want = append(want, res.ids...)
 
-	recs := consume(t, f.topic("orders"), len(want), 60*time.Second, 2*time.Second)
+	recs := f.consume(t, f.topic("orders"), len(want), 60*time.Second, 2*time.Second)
 	counts := countIDs(recs)
 	missing, dups := 0, 0
 	for _, id := range want {

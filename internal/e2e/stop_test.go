@@ -42,7 +42,7 @@ func interruptUnderLoad(t *testing.T, f *fixture, cycles int, interrupt func(*re
 	for _, tx := range txs {
 		n += len(tx.ids)
 	}
-	return txs, consume(t, f.topic("orders"), n, 60*time.Second, 2*time.Second)
+	return txs, f.consume(t, f.topic("orders"), n, 60*time.Second, 2*time.Second)
 }
 
 // TestSIGTERMUnderLoadThenRestart: SIGTERM mid-load ends the relay with
@@ -75,6 +75,7 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 		len(took), took, confirmed, len(want), len(txs), len(recs), missing, dups)
 	if missing != 0 || dups != 0 {
 		t.Errorf("after SIGTERM and restart: %d missing, %d duplicates; want none", missing, dups)
+		reportMissing(t, txs, counts, confirmed)
 	}
 }
 
@@ -136,5 +137,33 @@ func TestSIGKILLUnderLoadThenRestart(t *testing.T) {
 		len(confirmed), confirmed, len(want), len(txs), len(recs), missing, dups, dupTxs, early)
 	if missing != 0 {
 		t.Errorf("after SIGKILL and restart: %d events missing; want none", missing)
+		reportMissing(t, txs, counts, confirmed)
+	}
+}
+
+// reportMissing logs the first transactions with missing events, where
+// their commits lie against the confirmed LSNs of the interruptions.
+func reportMissing(t *testing.T, txs []loadTx, counts map[int64]int, confirmed []pglogrepl.LSN) {
+	t.Helper()
+	shown := 0
+	for i, tx := range txs {
+		lost := 0
+		for _, id := range tx.ids {
+			if counts[id] == 0 {
+				lost++
+			}
+		}
+		if lost == 0 {
+			continue
+		}
+		prev := pglogrepl.LSN(0)
+		if i > 0 {
+			prev = txs[i-1].lsnAfter
+		}
+		t.Logf("transaction %d of %d, ids %d..%d: %d of %d events missing; its commit ended in (%s, %s]; confirmed at the interruptions: %v",
+			i+1, len(txs), tx.ids[0], tx.ids[len(tx.ids)-1], lost, len(tx.ids), prev, tx.lsnAfter, confirmed)
+		if shown++; shown == 10 {
+			return
+		}
 	}
 }
