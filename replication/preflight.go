@@ -64,7 +64,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logge
 		return nil, fmt.Errorf("preflight: reading the role's attributes: %w", err)
 	}
 	if !canReplicate {
-		return nil, fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, quoteIdent(cfg.User))
+		return nil, fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, QuoteIdent(cfg.User))
 	}
 	tables, err := publicationTables(ctx, conn, cfg, log)
 	if err != nil {
@@ -74,7 +74,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logge
 	if srv.Slot, err = InspectSlot(ctx, conn, cfg.Slot); err != nil {
 		return nil, err
 	}
-	if err := checkSlot(srv.Slot, cfg); err != nil {
+	if err := CheckSlot(srv.Slot, cfg); err != nil {
 		return nil, err
 	}
 	return srv, nil
@@ -110,7 +110,10 @@ func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error)
 	return s, nil
 }
 
-func checkSlot(s Slot, cfg *Config) error {
+// CheckSlot says whether an existing slot can be streamed by this relay:
+// plugin, database, wal_status and whether another connection holds it. The
+// error says what to do. A missing slot is fine: the relay creates it.
+func CheckSlot(s Slot, cfg *Config) error {
 	if !s.Exists {
 		return nil
 	}
@@ -131,7 +134,7 @@ func checkSlot(s Slot, cfg *Config) error {
 // publicationTables returns the outbox tables the publication covers,
 // creating or altering the publication as publication.autocreate.mode says.
 func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logger) ([]string, error) {
-	candidates, err := includedTables(ctx, conn, cfg)
+	candidates, err := IncludedTables(ctx, conn, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +166,7 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 	}
 	if len(missing) > 0 {
 		if cfg.AutoCreate == PublicationFiltered {
-			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", quoteIdent(cfg.Publication), strings.Join(quoteTables(candidates), ", "))
+			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", QuoteIdent(cfg.Publication), strings.Join(QuoteTables(candidates), ", "))
 			if _, err := conn.Exec(ctx, stmt); err != nil {
 				return nil, fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered): %v", ErrPublication, stmt, err)
 			}
@@ -171,24 +174,24 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 			return candidates, nil
 		}
 		return nil, fmt.Errorf("preflight: %w: publication %q does not cover %s; run as an owner of the tables: ALTER PUBLICATION %s ADD TABLE %s;",
-			ErrPublication, cfg.Publication, strings.Join(missing, ", "), quoteIdent(cfg.Publication), strings.Join(quoteTables(missing), ", "))
+			ErrPublication, cfg.Publication, strings.Join(missing, ", "), QuoteIdent(cfg.Publication), strings.Join(QuoteTables(missing), ", "))
 	}
 	return covered, nil
 }
 
 func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables []string, log *slog.Logger) error {
-	forTables := "FOR TABLE " + strings.Join(quoteTables(tables), ", ")
+	forTables := "FOR TABLE " + strings.Join(QuoteTables(tables), ", ")
 	var stmt string
 	switch cfg.AutoCreate {
 	case PublicationDisabled:
 		return fmt.Errorf("preflight: %w: publication %q does not exist and publication.autocreate.mode is disabled; run: CREATE PUBLICATION %s %s;",
-			ErrPublication, cfg.Publication, quoteIdent(cfg.Publication), forTables)
+			ErrPublication, cfg.Publication, QuoteIdent(cfg.Publication), forTables)
 	case PublicationFiltered:
-		stmt = fmt.Sprintf("CREATE PUBLICATION %s %s", quoteIdent(cfg.Publication), forTables)
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s %s", QuoteIdent(cfg.Publication), forTables)
 	case PublicationAllTables:
-		stmt = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES", quoteIdent(cfg.Publication))
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES", QuoteIdent(cfg.Publication))
 	case PublicationNoTables:
-		stmt = fmt.Sprintf("CREATE PUBLICATION %s", quoteIdent(cfg.Publication))
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s", QuoteIdent(cfg.Publication))
 	}
 	if _, err := conn.Exec(ctx, stmt); err != nil {
 		return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed: %v; create it as an administrator, or set publication.autocreate.mode=disabled",
@@ -198,9 +201,9 @@ func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables 
 	return nil
 }
 
-// includedTables lists the ordinary tables whose schema.table matches
+// IncludedTables lists the ordinary tables whose schema.table matches
 // table.include.list.
-func includedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string, error) {
+func IncludedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string, error) {
 	all, err := queryStrings(ctx, conn, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'`)
 	if err != nil {
@@ -229,18 +232,19 @@ func queryStrings(ctx context.Context, conn *pgx.Conn, sql string, args ...any) 
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-func quoteTables(ts []string) []string {
+// QuoteTables quotes "schema.table" names for SQL, as QuoteIdent does.
+func QuoteTables(ts []string) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		schema, table, _ := strings.Cut(t, ".")
-		out[i] = quoteIdent(schema) + "." + quoteIdent(table)
+		out[i] = QuoteIdent(schema) + "." + QuoteIdent(table)
 	}
 	return out
 }
 
-// quoteIdent quotes an identifier only when PostgreSQL needs it, so the
+// QuoteIdent quotes an identifier only when PostgreSQL needs it, so the
 // statements in error messages read like what a person would type.
-func quoteIdent(s string) string {
+func QuoteIdent(s string) string {
 	plain := s != ""
 	for i, r := range s {
 		if !(r >= 'a' && r <= 'z' || r == '_' || (i > 0 && r >= '0' && r <= '9')) {

@@ -19,6 +19,12 @@ import (
 // flushing Kafka and confirming what it acknowledged), or a permanent error
 // (a poison row, a bad config, a missing publication). Lost connections are
 // retried forever with capped backoff, resuming from the confirmed LSN.
+//
+// Active/passive failover: Run streams only while it holds a PostgreSQL
+// session advisory lock derived from the slot name, on a connection of its
+// own (see acquireLock). A second instance with the same config waits as
+// standby and takes over, from the slot's confirmed LSN, within about
+// StandbyPoll once the first one's lock connection is gone.
 func Run(ctx context.Context, opt Options) error {
 	if opt.Config == nil || opt.Router == nil || opt.Sink == nil || opt.Log == nil {
 		return errors.New("replication.Run: Config, Router, Sink and Log are required")
@@ -32,6 +38,10 @@ func Run(ctx context.Context, opt Options) error {
 	if opt.ConfirmEvery <= 0 {
 		opt.ConfirmEvery = 100 * time.Millisecond
 	}
+	if opt.StandbyPoll <= 0 {
+		opt.StandbyPoll = time.Second
+	}
+	defer state(&opt, StateStopped)
 	budget, err := NewBudget(opt.MaxInFlightRecords, opt.MaxInFlightBytes)
 	if err != nil {
 		return fmt.Errorf("replication.Run: %w", err)
@@ -42,11 +52,29 @@ func Run(ctx context.Context, opt Options) error {
 	var slotBusySince time.Time
 	var failingSince time.Time
 	backoff := 500 * time.Millisecond
+	// lock is the failover lock's connection, kept across sessions while it
+	// stays healthy so that a transient error does not hand over for nothing.
+	var lock *pgx.Conn
+	defer func() {
+		if lock != nil {
+			lock.Close(context.Background())
+		}
+	}()
 	for attempt := 1; ; attempt++ {
 		started := time.Now()
-		err := runSession(ctx, &opt, budget, &confirmed)
+		var err error
+		if lock == nil {
+			lock, err = acquireLock(ctx, &opt)
+		}
+		if err == nil {
+			err = runLocked(ctx, &opt, budget, &confirmed, lock)
+		}
 		if ctx.Err() != nil || errors.Is(err, errStop) {
 			return nil
+		}
+		if lock != nil && (errors.Is(err, ErrLockLost) || !Retryable(err)) {
+			lock.Close(context.Background())
+			lock = nil
 		}
 		// The slot may still look active for a moment after our own
 		// previous connection (or process) died: the server notices a dead
@@ -69,7 +97,6 @@ func Run(ctx context.Context, opt Options) error {
 			continue
 		}
 		if !Retryable(err) {
-			state(&opt, "stopped")
 			return err
 		}
 		// A session that streamed for a while was healthy: start over.
@@ -79,7 +106,7 @@ func Run(ctx context.Context, opt Options) error {
 		if failingSince.IsZero() {
 			failingSince = started
 		}
-		state(&opt, "retrying")
+		state(&opt, StateRetrying)
 		opt.Log.Warn("replication: connection lost, reconnecting",
 			"err", err, "attempt", attempt, "failing_since", failingSince.Format(time.RFC3339), "backoff", backoff.String(),
 			"resume_from", confirmed.String())
@@ -98,6 +125,92 @@ func state(opt *Options, s string) {
 	}
 }
 
+// ErrLockLost reports that the failover lock's connection failed while
+// streaming: another instance may take over, so this one stops streaming at
+// once and competes for the lock again. Retryable.
+var ErrLockLost = errors.New("failover lock lost")
+
+// lockSQL takes the failover lock without waiting. The key is derived from
+// the slot name because the slot is what two relays must not share; the
+// prefix keeps it apart from an application's own advisory locks.
+const lockSQL = `SELECT pg_try_advisory_lock(hashtext('outboxrelay:' || $1))`
+
+// acquireLock returns an ordinary connection holding the failover lock,
+// polling every StandbyPoll while another instance holds it. The lock is a
+// session lock: it lasts exactly as long as the connection, so a relay that
+// dies, or loses its connection, releases it without anyone's help.
+func acquireLock(ctx context.Context, opt *Options) (*pgx.Conn, error) {
+	cfg := opt.Config
+	conn, err := pgx.Connect(ctx, cfg.DSN(false))
+	if err != nil {
+		return nil, fmt.Errorf("failover lock: connecting to %s:%d/%s as %s: %w", cfg.Host, cfg.Port, cfg.DBName, cfg.User, err)
+	}
+	standby := false
+	for {
+		var held bool
+		if err := conn.QueryRow(ctx, lockSQL, cfg.Slot).Scan(&held); err != nil {
+			conn.Close(context.Background())
+			return nil, fmt.Errorf("failover lock: %s for slot %q: %w", lockSQL, cfg.Slot, err)
+		}
+		if held {
+			if standby {
+				opt.Log.Info("failover lock acquired: taking over", "slot", cfg.Slot)
+			}
+			return conn, nil
+		}
+		if !standby {
+			standby = true
+			state(opt, StateStandby)
+			opt.Log.Info("standby: another instance holds the failover lock; polling", "slot", cfg.Slot, "every", opt.StandbyPoll.String())
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close(context.Background())
+			return nil, ctx.Err()
+		case <-time.After(opt.StandbyPoll):
+		}
+	}
+}
+
+// runLocked runs one session while a watcher checks the lock's connection
+// every StandbyPoll; when that connection fails the session is cancelled
+// (it still flushes and confirms what Kafka acknowledged) and the error is
+// ErrLockLost. The watcher is the only user of lock while the session runs.
+func runLocked(ctx context.Context, opt *Options, budget *Budget, confirmed *pglogrepl.LSN, lock *pgx.Conn) error {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		t := time.NewTicker(opt.StandbyPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, pcancel := context.WithTimeout(sctx, 5*time.Second)
+			err := lock.Ping(pctx)
+			pcancel()
+			if err != nil && sctx.Err() == nil {
+				cancel(fmt.Errorf("%w: its connection failed: %w", ErrLockLost, err))
+				return
+			}
+		}
+	}()
+	err := runSession(sctx, opt, budget, confirmed)
+	close(done)
+	<-watching
+	if cause := context.Cause(sctx); ctx.Err() == nil && errors.Is(cause, ErrLockLost) {
+		return cause
+	}
+	return err
+}
+
 // runSession connects, checks, prepares the slot (and snapshot), streams,
 // and on any exit flushes Kafka and sends a last status update.
 func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pglogrepl.LSN) (err error) {
@@ -114,6 +227,8 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	if err != nil {
 		return err
 	}
+	state(opt, StateConnected)
+	log.Info("connected", "server_version_num", srv.VersionNum, "slot", cfg.Slot, "slot_exists", srv.Slot.Exists, "slot_confirmed_flush", srv.Slot.ConfirmedFlush.String())
 	s := &session{
 		opt: opt, cfg: cfg, log: log, conn: repl, pg: conn, budget: budget,
 		rels:     NewRelations(),
@@ -159,7 +274,7 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	if err := startReplication(ctx, repl, cfg, srv.VersionNum, start); err != nil {
 		return err
 	}
-	state(opt, "streaming")
+	state(opt, StateStreaming)
 	log.Info("streaming", "slot", cfg.Slot, "publication", cfg.Publication, "from", start.String(), "tables", srv.Tables)
 
 	s.streaming = true
@@ -205,11 +320,15 @@ func (s *session) snapshot(ctx context.Context, conn *pgx.Conn, name string, tab
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	s.tx = tx
-	state(s.opt, "snapshot")
+	state(s.opt, StateSnapshot)
 	started := time.Now()
+	var rows int64
 	n, err := readSnapshot(ctx, conn, name, tables, func(ev *router.Event) error {
 		ev.CommitLSN = uint64(at)
 		ev.Position++
+		if rows++; rows%1000 == 0 && s.opt.Observer != nil {
+			s.opt.Observer.SnapshotProgress(rows, false)
+		}
 		return s.route(ctx, ev)
 	}, s.log)
 	if err != nil {
@@ -225,6 +344,9 @@ func (s *session) snapshot(ctx context.Context, conn *pgx.Conn, name string, tab
 	if err := s.ck.Err(); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	if s.opt.Observer != nil {
+		s.opt.Observer.SnapshotProgress(int64(n), true)
+	}
 	s.log.Info("snapshot: done", "rows", n, "took", time.Since(started).Round(time.Millisecond).String())
 	return nil
 }
@@ -235,6 +357,9 @@ func (s *session) snapshot(ctx context.Context, conn *pgx.Conn, name string, tab
 func Retryable(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, ErrLockLost) {
+		return true
 	}
 	var rowErr *router.RowError
 	if errors.As(err, &rowErr) {

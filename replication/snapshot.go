@@ -44,11 +44,11 @@ func readSnapshot(ctx context.Context, conn *pgx.Conn, snapshot string, tables [
 func readTable(ctx context.Context, tx pgx.Tx, table string, emit func(*router.Event) error, log *slog.Logger) (int, error) {
 	schema, name, _ := strings.Cut(table, ".")
 	var estimate int64
-	_ = tx.QueryRow(ctx, `SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass`, quoteIdent(schema)+"."+quoteIdent(name)).Scan(&estimate)
+	_ = tx.QueryRow(ctx, `SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass`, QuoteIdent(schema)+"."+QuoteIdent(name)).Scan(&estimate)
 	log.Info("snapshot: reading table", "table", table, "estimated_rows", estimate)
 
 	nullable := map[string]bool{}
-	rows, err := tx.Query(ctx, `SELECT attname, NOT attnotnull FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, quoteIdent(schema)+"."+quoteIdent(name))
+	rows, err := tx.Query(ctx, `SELECT attname, NOT attnotnull FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, QuoteIdent(schema)+"."+QuoteIdent(name))
 	if err != nil {
 		return 0, fmt.Errorf("snapshot: reading columns of %s: %w", table, err)
 	}
@@ -58,7 +58,7 @@ func readTable(ctx context.Context, tx pgx.Tx, table string, emit func(*router.E
 		return 0, fmt.Errorf("snapshot: reading columns of %s: %w", table, err)
 	}
 
-	rr := tx.Conn().PgConn().ExecParams(ctx, "SELECT * FROM "+quoteIdent(schema)+"."+quoteIdent(name), nil, nil, nil, nil)
+	rr := tx.Conn().PgConn().ExecParams(ctx, "SELECT * FROM "+QuoteIdent(schema)+"."+QuoteIdent(name), nil, nil, nil, nil)
 	fields := rr.FieldDescriptions()
 	ev := &router.Event{Op: router.OpRead, Table: table}
 	ev.Columns = make([]router.Column, len(fields))

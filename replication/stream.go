@@ -26,16 +26,6 @@ type Sink interface {
 	Flush(ctx context.Context) error
 }
 
-// Observer receives progress events for metrics and logs. Every method must
-// be cheap and safe for concurrent use; nil fields are fine (see Hooks).
-type Observer interface {
-	Published(topic string, bytes int)
-	Skipped(reason string)
-	Received(lsn pglogrepl.LSN, serverWALEnd pglogrepl.LSN)
-	Confirmed(lsn pglogrepl.LSN)
-	State(state string)
-}
-
 // Poison decides what happens to a poison row: one the router rejects
 // (rec is nil), or whose record the sink refused before sending (rec is that
 // record, the error wraps ErrRecordRejected). Returning nil means the row
@@ -64,6 +54,9 @@ type Options struct {
 	// ConfirmEvery rate-limits status updates that only report a moved
 	// confirmed LSN. Default 100 ms.
 	ConfirmEvery time.Duration
+	// StandbyPoll is how often a standby instance tries the failover lock,
+	// and how often the active one checks the lock's connection. Default 1 s.
+	StandbyPoll time.Duration
 }
 
 // errStop reports an orderly end of streaming requested by the mode
@@ -178,6 +171,9 @@ func (s *session) copyData(ctx context.Context, data []byte) error {
 		}
 		if xld.ServerWALEnd > s.serverWALEnd {
 			s.serverWALEnd = xld.ServerWALEnd
+			if s.opt.Observer != nil {
+				s.opt.Observer.Received(s.ck.Confirmed(), xld.ServerWALEnd)
+			}
 		}
 		return s.walData(ctx, xld.WALStart, xld.WALData)
 	}
@@ -289,7 +285,7 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 			return err
 		}
 		s.tx.Add(1)
-		return s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0))
+		return s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0, ev.CommitTime))
 	}
 	if len(s.records) == 0 {
 		s.skip(skipReason(ev.Op))
@@ -302,7 +298,7 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 			return err
 		}
 		s.tx.Add(1)
-		ack := s.ackerFor(rec.Topic, size)
+		ack := s.ackerFor(rec.Topic, size, ev.CommitTime)
 		if err := s.opt.Sink.Send(ctx, rec, ack); err != nil {
 			err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, pglogrepl.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
 			if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
@@ -317,13 +313,15 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 	return nil
 }
 
-func (s *session) ackerFor(topic string, size int64) func(error) {
+// ackerFor returns the ack callback of one record. A poison row's ack
+// (topic "") is not a publication and is not reported as one.
+func (s *session) ackerFor(topic string, size int64, commitTime time.Time) func(error) {
 	tx := s.tx
 	return func(err error) {
 		s.budget.Release(1, size)
 		tx.Ack(err)
-		if err == nil && s.opt.Observer != nil {
-			s.opt.Observer.Published(topic, int(size))
+		if err == nil && topic != "" && s.opt.Observer != nil {
+			s.opt.Observer.Published(topic, int(size), commitTime)
 		}
 	}
 }
