@@ -154,14 +154,17 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 		err := w.produce(batch)
 		if err == nil {
 			rl.recovered()
+			w.p.observeProduced(batch)
 			return nil
 		}
 		if w.p.ctx.Err() != nil {
 			return ErrClosed
 		}
 		if !retryable(err) {
+			w.p.observeFailed(err, false)
 			return err
 		}
+		w.p.observeFailed(err, true)
 		if staleLeader(err) {
 			w.p.refreshMetadata()
 		}

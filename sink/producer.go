@@ -39,6 +39,8 @@ type Producer struct {
 
 	refreshMu   sync.Mutex
 	lastRefresh time.Time
+
+	obs Observer // nil: nobody watches; set before the first Send
 }
 
 type topicPartition struct {
