@@ -38,6 +38,7 @@ const (
 	OriginEventRouter = "Debezium Outbox EventRouter"
 	OriginConnect     = "Kafka Connect"
 	OriginProducer    = "Kafka producer" // also accepted as producer.<key> and producer.override.<key>
+	OriginOutboxrelay = "outboxrelay"    // keys of outboxrelay's own, with no Debezium or Kafka equivalent
 )
 
 // KeyDoc describes one configuration key outboxrelay knows.
@@ -273,6 +274,12 @@ func keyTable() []KeyDoc {
 		{Key: "schema.blacklist", Origin: OriginDebezium, NoEffect: removedInV2 + "; write schema.exclude.list"},
 		{Key: "heartbeat.topics.prefix", Origin: OriginDebezium, NoEffect: removedInV2 + "; write topic.heartbeat.prefix"},
 		{Key: "internal.*", Origin: OriginDebezium, NoEffect: "Debezium's internal keys do not apply to outboxrelay"},
+
+		// outboxrelay's own keys.
+		{Key: "outbox.retention.ms", Sections: SectionRelay, Origin: OriginOutboxrelay, Default: "0 (off)",
+			Doc: "delete outbox rows older than this, once the slot confirmed them, in batches of 1000; the role needs DELETE on the table"},
+		{Key: "outbox.retention.column", Sections: SectionRelay, Origin: OriginOutboxrelay, Default: "created_at",
+			Doc: "the outbox table's insert-time column (timestamp or timestamptz) that outbox.retention.ms is measured on"},
 
 		// Kafka producer keys: plain, producer.<key> or producer.override.<key>.
 		{Key: "bootstrap.servers", Sections: SectionKafka, Origin: OriginProducer,
