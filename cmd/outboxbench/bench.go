@@ -68,6 +68,9 @@ type Summary struct {
 	RelayKilled          bool    `json:"relay_killed,omitempty"`
 	RelayLog             string  `json:"relay_log,omitempty"`
 
+	// Timeline: per second since the first event received, for charts.
+	Timeline []Point `json:"timeline,omitempty"`
+
 	Recvlogical        *Recvlogical `json:"recvlogical,omitempty"`
 	RelayVsRecvlogical float64      `json:"relay_vs_recvlogical,omitempty"` // throughput_eps / recvlogical's
 }
@@ -352,6 +355,7 @@ func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *co
 	s.Received = tr.Unique + tr.Duplicates
 	s.Duplicates, s.Missing, s.OutOfOrder, s.Foreign, s.Invalid = tr.Duplicates, tr.Missing(), tr.OutOfOrder, tr.Foreign, tr.Invalid
 	s.MissingSample = tr.MissingSample(10)
+	s.Timeline = tr.Timeline()
 	if !tr.First.IsZero() {
 		s.FirstEventSeconds = round3(tr.First.Sub(t0).Seconds())
 	}

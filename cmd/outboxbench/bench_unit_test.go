@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,40 @@ func TestChildPeakRSSIsTheChildsOwn(t *testing.T) {
 	}
 	if u.PeakRSSMiB <= 0 || u.PeakRSSMiB > 64 {
 		t.Fatalf("sleep's peak RSS %v MiB: not its own (this process holds %d MiB)", u.PeakRSSMiB, len(ballast)>>20)
+	}
+}
+
+func TestTimelinePerSecond(t *testing.T) {
+	tr := NewTracker(6, 1, 1)
+	base := time.Unix(100, 0)
+	at := func(seq int64, d time.Duration, latMs int64) Receipt {
+		return Receipt{Event: Event{Seq: seq, ASeq: seq}, At: base.Add(d), InsertedUs: base.Add(d).UnixMicro() - latMs*1000}
+	}
+	for _, r := range []Receipt{
+		at(0, 0, 100), // warm-up: counted, no latency sample
+		at(1, 500*time.Millisecond, 2),
+		at(2, 2100*time.Millisecond, 4), // second 1 is empty
+		at(3, 2200*time.Millisecond, 8),
+		at(4, 2050*time.Millisecond, 6), // a hair late: stays in second 2
+		at(4, 2300*time.Millisecond, 1), // duplicate: not counted
+		at(5, 3*time.Second, 3),
+	} {
+		tr.Add(r)
+	}
+	got := tr.Timeline()
+	want := []Point{
+		{Second: 0, Events: 2, Samples: 1, P50: 2, P99: 2, Max: 2},
+		{Second: 1},
+		{Second: 2, Events: 3, Samples: 3, P50: 6, P99: 8, Max: 8},
+		{Second: 3, Events: 1, Samples: 1, P50: 3, P99: 3, Max: 3},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("timeline\n got %+v\nwant %+v", got, want)
+	}
+	if l := tr.Latency(); l.Samples != 5 || l.Max != 8 {
+		t.Fatalf("latency %+v", l)
+	}
+	if tr.Timeline()[2] != want[2] {
+		t.Fatalf("Latency must not reorder the samples the timeline reads")
 	}
 }

@@ -22,7 +22,16 @@ type Tracker struct {
 	Invalid    int64 // events of this run with Seq or aggregate out of range
 	First      time.Time
 	Last       time.Time // receipt of the last new event
-	latencies  []int64   // microseconds
+	latencies  []int64   // microseconds, in receipt order
+	seconds    []second  // per second since First
+}
+
+// second is one second of the timeline: new events received in it and
+// where its latency samples start in latencies (they are contiguous,
+// since samples are appended in receipt order).
+type second struct {
+	events  int64
+	latFrom int
 }
 
 // NewTracker expects events 0 … expected-1 over aggregates 0 … aggregates-1.
@@ -69,6 +78,13 @@ func (t *Tracker) Add(r Receipt) {
 	t.seen[word] |= bit
 	t.Unique++
 	t.Last = r.At
+	// Receipts from several partitions may arrive a hair out of time
+	// order; a late one counts in the current second.
+	sec := max(int(r.At.Sub(t.First)/time.Second), len(t.seconds)-1)
+	for len(t.seconds) <= sec {
+		t.seconds = append(t.seconds, second{latFrom: len(t.latencies)})
+	}
+	t.seconds[sec].events++
 	if r.ASeq < t.lastASeq[r.Agg] {
 		t.OutOfOrder++
 	} else {
@@ -107,9 +123,34 @@ type Latency struct {
 	Mean    float64 `json:"mean"`
 }
 
-// Latency sorts the samples (once; later Adds are fine) and summarises them.
+// Latency summarises all samples.
 func (t *Tracker) Latency() Latency {
-	return summarize(t.latencies)
+	return summarize(slices.Clone(t.latencies))
+}
+
+// Point is one second of the timeline, for charts of throughput and
+// latency over a run.
+type Point struct {
+	Second  int     `json:"s"` // since the first event received
+	Events  int64   `json:"events"`
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50_ms"`
+	P99     float64 `json:"p99_ms"`
+	Max     float64 `json:"max_ms"`
+}
+
+// Timeline is events received and latency percentiles per second.
+func (t *Tracker) Timeline() []Point {
+	out := make([]Point, 0, len(t.seconds))
+	for i, sec := range t.seconds {
+		to := len(t.latencies)
+		if i+1 < len(t.seconds) {
+			to = t.seconds[i+1].latFrom
+		}
+		l := summarize(slices.Clone(t.latencies[sec.latFrom:to]))
+		out = append(out, Point{Second: i, Events: sec.events, Samples: l.Samples, P50: l.P50, P99: l.P99, Max: l.Max})
+	}
+	return out
 }
 
 // summarize sorts us in place and returns its percentiles in milliseconds.
