@@ -2,8 +2,9 @@
 // logical replication to Kafka, routing them exactly as Debezium's Outbox
 // EventRouter does, from the same connector JSON.
 //
-//	outboxrelay run --config connector.json [--kafka-brokers host:port]
-//	outboxrelay sql
+//	outboxrelay run --config connector.json [--kafka-brokers host:port] [--http-addr :8080]
+//	outboxrelay check --config connector.json [--kafka-brokers host:port]
+//	outboxrelay sql [--pg-version 18]
 //	outboxrelay version
 package main
 
@@ -13,18 +14,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
-	ddl "github.com/outboxrelay/outboxrelay/sql"
 )
 
 // Exit codes: 0 orderly stop, 1 the relay stopped on an error (a poison
@@ -53,8 +53,9 @@ func main() {
 const usage = `usage: outboxrelay <command> [flags]
 
 commands:
-  run      stream the outbox to Kafka:  outboxrelay run --config connector.json
-  sql      print the DDL to prepare a database (outbox table, publication, role)
+  run      stream the outbox to Kafka:  outboxrelay run --config connector.json [--http-addr :8080]
+  check    check PostgreSQL and Kafka before streaming; exit 1 on any failed check
+  sql      print the DDL to prepare a database (outbox table, publication, role, clean-up)
   version  print the version`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -64,8 +65,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "run":
 		return runRelay(ctx, args[1:], stderr)
+	case "check":
+		return runCheck(ctx, args[1:], stdout, stderr)
 	case "sql":
-		return printSQL(stdout)
+		return printSQL(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "outboxrelay", version())
 		return nil
@@ -83,6 +86,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, host:port[,host:port]; else bootstrap.servers in the file, else $KAFKA_BOOTSTRAP_SERVERS")
 	logFormat := fl.String("log-format", "json", "log format: json or text")
 	logLevel := fl.String("log-level", "info", "log level: debug, info, warn or error")
+	httpAddr := fl.String("http-addr", "", "serve /metrics, /healthz and /readyz on this address, e.g. :8080; empty (the default): no HTTP server")
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -116,6 +120,47 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageError{scrub(err)}
 	}
 	defer producer.Close()
+	jcfg, err := parseJanitorConfig(cfg.Relay)
+	if err != nil {
+		return usageError{err}
+	}
+
+	m := newMetrics(producer.InFlight)
+	relay.Observer = m
+	producer.SetObserver(m)
+	if poison := relay.Poison; poison != nil {
+		relay.Poison = func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error {
+			err := poison(ctx, ev, rec, cause, ack)
+			if err == nil {
+				m.deadLettered.Inc()
+			}
+			return err
+		}
+	}
+	// The helpers below stop with bg, after Run has flushed and confirmed.
+	bg, stopBG := context.WithCancel(context.Background())
+	var waits []func()
+	defer func() {
+		stopBG()
+		for _, w := range waits {
+			w()
+		}
+	}()
+	if *httpAddr != "" {
+		_, wait, err := serveHTTP(bg, *httpAddr, m, log)
+		if err != nil {
+			return usageError{err}
+		}
+		waits = append(waits, wait)
+	}
+	waits = append(waits, goWait(func() { pingKafka(bg, producer.Ping, m, 5*time.Second) }))
+	waits = append(waits, goWait(func() { logProgress(bg, m, log, 30*time.Second) }))
+	if jcfg.Retention > 0 {
+		j := &janitor{cfg: jcfg, pg: relay.Config, log: log.With("component", "janitor"), m: m,
+			active: func() bool { return m.currentState() == replication.StateStreaming }}
+		waits = append(waits, goWait(func() { j.run(bg) }))
+	}
+
 	log.Info("starting", "connector", cfg.Name, "version", version())
 	err = replication.Run(ctx, relay)
 	if err != nil {
@@ -209,13 +254,12 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: use json or text", format)
 }
 
-func printSQL(w io.Writer) error {
-	for _, name := range []string{"outbox.sql", "role.sql", "publication.sql"} {
-		b, err := fs.ReadFile(ddl.Files, name)
-		if err != nil {
-			return fmt.Errorf("sql: %w", err)
-		}
-		fmt.Fprintf(w, "-- %s\n%s\n", name, b)
-	}
-	return nil
+// goWait runs f in a goroutine and returns a function that waits for it.
+func goWait(f func()) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return func() { <-done }
 }

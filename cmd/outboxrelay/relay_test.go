@@ -49,13 +49,15 @@ func startRelay(t *testing.T, configPath string) *relay {
 	return startRelayWith(t, configPath, testbed.KafkaBrokers(t))
 }
 
-// startRelayWith runs the relay against the given Kafka bootstrap address.
-func startRelayWith(t *testing.T, configPath, brokers string) *relay {
+// startRelayWith runs the relay against the given Kafka bootstrap address,
+// with extra flags for run (e.g. --http-addr).
+func startRelayWith(t *testing.T, configPath, brokers string, extra ...string) *relay {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relay{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
+	args := append([]string{"run", "--config", configPath, "--kafka-brokers", brokers, "--log-format", "text"}, extra...)
 	go func() {
-		r.done <- run(ctx, []string{"run", "--config", configPath, "--kafka-brokers", brokers, "--log-format", "text"}, r.log, r.log)
+		r.done <- run(ctx, args, r.log, r.log)
 	}()
 	t.Cleanup(func() {
 		r.cancel()

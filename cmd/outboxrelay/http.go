@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// serveHTTP listens on addr at once (so a taken port fails the start, not
+// some later moment) and serves /metrics, /healthz and /readyz until ctx
+// ends. Nothing else is served. It returns the bound address and a function
+// that waits for the server to stop.
+func serveHTTP(ctx context.Context, addr string, m *metrics, log *slog.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--http-addr %q: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, why := m.ready(time.Now())
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, why)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("http: serving /metrics, /healthz, /readyz", "addr", ln.Addr().String())
+	return ln.Addr().String(), func() { <-done }, nil
+}
+
+// pingKafka asks Kafka every interval whether it answers, so readiness
+// reflects Kafka also while the outbox is idle and nothing is produced.
+func pingKafka(ctx context.Context, ping func(context.Context) error, m *metrics, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, interval)
+		err := ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		m.kafkaAnswered(err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// logProgress writes one info line every interval: the publish rate, the
+// lag and the confirmed LSN. State changes are logged where they happen.
+func logProgress(ctx context.Context, m *metrics, log *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last, lastAt := m.events.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			events := m.events.Load()
+			rate := float64(events-last) / now.Sub(lastAt).Seconds()
+			last, lastAt = events, now
+			records, bytes := m.inFlightNow()
+			log.Info("progress",
+				"state", m.currentState(),
+				"events_per_second", roundTo(rate, 1),
+				"events_total", events,
+				"lag_bytes", m.lagBytes(),
+				"lag_seconds", roundTo(m.lagSeconds(now), 3),
+				"confirmed_lsn", pglogrepl.LSN(m.confirmed.Load()).String(),
+				"in_flight_records", records,
+				"in_flight_bytes", bytes)
+		}
+	}
+}
+
+func roundTo(v float64, decimals int) float64 {
+	p := 1.0
+	for range decimals {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxrelay/outboxrelay/replication"
+)
+
+// Keys of the outbox clean-up janitor (section Relay).
+const (
+	keyRetention       = "outbox.retention.ms"
+	keyRetentionColumn = "outbox.retention.column"
+)
+
+// janitorConfig is the clean-up janitor's configuration. Retention 0 (the
+// default) turns it off.
+type janitorConfig struct {
+	Retention time.Duration // outbox.retention.ms
+	Column    string        // outbox.retention.column, default created_at
+	Batch     int           // rows per DELETE statement
+	Pause     time.Duration // between two batches
+	// ConfirmWait bounds the wait for the slot to confirm past a batch's
+	// snapshot; a batch that waits longer is left for the next round.
+	ConfirmWait time.Duration
+}
+
+func parseJanitorConfig(relay map[string]string) (janitorConfig, error) {
+	c := janitorConfig{Column: "created_at", Batch: 1000, Pause: 100 * time.Millisecond, ConfirmWait: 30 * time.Second}
+	if v := strings.TrimSpace(relay[keyRetention]); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return c, fmt.Errorf("%s %q: write a number of milliseconds, e.g. \"%s\": \"604800000\" (7 days), or 0 to keep every row", keyRetention, v, keyRetention)
+		}
+		c.Retention = time.Duration(ms) * time.Millisecond
+	}
+	if v := strings.TrimSpace(relay[keyRetentionColumn]); v != "" {
+		c.Column = v
+	}
+	return c, nil
+}
+
+// interval is the pause between two clean-up rounds: half the retention,
+// between 1 s and 1 min, so rows live at most about 1.5 × the retention.
+func (c janitorConfig) interval() time.Duration {
+	return min(max(c.Retention/2, time.Second), time.Minute)
+}
+
+// janitor deletes outbox rows older than the retention, in small batches,
+// on its own connection, outside the stream's hot path. Deletes are not
+// routed (the router skips them as it always did).
+//
+// # The safety rule: never delete a row the slot has not confirmed
+//
+// Each batch runs in a REPEATABLE READ transaction. Its first statement
+// takes the transaction's snapshot S and then reads W =
+// pg_current_wal_insert_lsn(). A row is visible in S only if its inserting
+// transaction had committed before S was taken, and PostgreSQL inserts a
+// commit record into the WAL before it makes the transaction visible; so
+// the commit record of every row S sees ends at or before W. The batch then
+// waits until the slot's confirmed_flush_lsn (read live from
+// pg_replication_slots, not from the snapshot) reaches W: by invariant 1
+// every record of every transaction committed up to there is acknowledged
+// by Kafka. Only then does it DELETE, and a DELETE in that transaction sees
+// only S's rows. created_at alone would not do: it is the inserting
+// transaction's start time, so a long transaction can commit, unconfirmed,
+// a row that already looks old.
+//
+// A row updated after S (an application marking it sent) makes the DELETE
+// fail with a serialization error; the batch is rolled back and tried again
+// next round. The snapshot is held for at most ConfirmWait, which bounds
+// how long the janitor holds back VACUUM.
+type janitor struct {
+	cfg    janitorConfig
+	pg     *replication.Config
+	log    *slog.Logger
+	m      *metrics
+	active func() bool // only the instance that streams cleans up
+}
+
+func (j *janitor) run(ctx context.Context) {
+	j.log.Info("janitor: deleting confirmed outbox rows older than the retention",
+		"retention", j.cfg.Retention.String(), "column", j.cfg.Column, "batch", j.cfg.Batch, "every", j.cfg.interval().String())
+	t := time.NewTicker(j.cfg.interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !j.active() {
+			continue
+		}
+		n, err := j.round(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			j.log.Warn("janitor: clean-up round failed; trying again next round", "deleted", n, "err", err)
+		} else if n > 0 {
+			j.log.Info("janitor: deleted old outbox rows", "rows", n)
+		}
+	}
+}
+
+// round deletes old confirmed rows from every outbox table, batch by batch,
+// until a batch finds fewer rows than its size.
+func (j *janitor) round(ctx context.Context) (int64, error) {
+	conn, err := pgx.Connect(ctx, j.pg.DSN(false))
+	if err != nil {
+		return 0, fmt.Errorf("janitor: connecting: %w", err)
+	}
+	defer conn.Close(context.Background())
+	tables, err := replication.IncludedTables(ctx, conn, j.pg)
+	if err != nil {
+		return 0, fmt.Errorf("janitor: %w", err)
+	}
+	var total int64
+	for _, table := range tables {
+		for {
+			n, err := j.batch(ctx, conn, table)
+			total += n
+			j.m.janitorDeleted.Add(float64(n))
+			if err != nil {
+				return total, err
+			}
+			if n < int64(j.cfg.Batch) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return total, ctx.Err()
+			case <-time.After(j.cfg.Pause):
+			}
+		}
+	}
+	return total, nil
+}
+
+// errNotConfirmed: the slot did not confirm past the batch's snapshot in
+// time; nothing was deleted.
+var errNotConfirmed = errors.New("the slot has not confirmed past the batch's snapshot yet")
+
+func (j *janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int64, error) {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return 0, fmt.Errorf("janitor: begin: %w", err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit a no-op
+	var w pglogrepl.LSN
+	var text string
+	if err := tx.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&text); err != nil {
+		return 0, fmt.Errorf("janitor: reading the WAL insert position: %w", err)
+	}
+	if w, err = pglogrepl.ParseLSN(text); err != nil {
+		return 0, fmt.Errorf("janitor: WAL insert position %q: %w", text, err)
+	}
+	if err := j.waitConfirmed(ctx, tx, w); err != nil {
+		return 0, err
+	}
+	schema, name, _ := strings.Cut(table, ".")
+	qt := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
+	col := replication.QuoteIdent(j.cfg.Column)
+	// ctid = ANY(ARRAY(...)) is a TID scan: the batch touches only the rows
+	// it picked, and LIMIT keeps each statement (and its WAL) small.
+	stmt := fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s WHERE %s < now() - $1::bigint * interval '1 millisecond' LIMIT $2))`, qt, qt, col)
+	tag, err := tx.Exec(ctx, stmt, j.cfg.Retention.Milliseconds(), j.cfg.Batch)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			return 0, fmt.Errorf("janitor: %s: %w; run GRANT DELETE ON %s TO %s; or unset %s", table, err, qt, replication.QuoteIdent(j.pg.User), keyRetention)
+		}
+		if errors.As(err, &pgErr) && pgErr.Code == "42703" {
+			return 0, fmt.Errorf("janitor: %s has no column %s: %w; set %s to its insert-time column", table, j.cfg.Column, err, keyRetentionColumn)
+		}
+		return 0, fmt.Errorf("janitor: deleting from %s: %w", table, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("janitor: commit: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// waitConfirmed polls the slot until its confirmed_flush_lsn reaches w.
+func (j *janitor) waitConfirmed(ctx context.Context, tx pgx.Tx, w pglogrepl.LSN) error {
+	deadline := time.Now().Add(j.cfg.ConfirmWait)
+	for {
+		var text *string
+		err := tx.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, j.pg.Slot).Scan(&text)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && text == nil) {
+			return fmt.Errorf("janitor: slot %q does not exist or has no confirmed position: %w", j.pg.Slot, errNotConfirmed)
+		}
+		if err != nil {
+			return fmt.Errorf("janitor: reading slot %q: %w", j.pg.Slot, err)
+		}
+		c, err := pglogrepl.ParseLSN(*text)
+		if err != nil {
+			return fmt.Errorf("janitor: slot %q confirmed_flush_lsn %q: %w", j.pg.Slot, *text, err)
+		}
+		if c >= w {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("janitor: slot %q confirmed %s, the batch needs %s: %w", j.pg.Slot, c, w, errNotConfirmed)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/outboxrelay/outboxrelay/replication"
+)
+
+// kafkaFresh is how long a Kafka answer keeps the relay ready: a little
+// more than five readiness pings (see pingKafka), so one lost ping does not
+// flap /readyz.
+const kafkaFresh = 30 * time.Second
+
+// metrics is the process's Prometheus registry and the one observer of
+// both the stream (replication.Observer) and the producer (sink.Observer).
+// It also holds what /readyz and the progress log read.
+//
+// Hot path: Published runs once per acknowledged record; it does one
+// sync.Map lookup of the topic (no allocation once the topic is known),
+// two counter adds, one histogram observation and two atomic stores.
+type metrics struct {
+	reg *prometheus.Registry
+
+	published      *prometheus.CounterVec
+	publishedBytes *prometheus.CounterVec
+	topics         sync.Map // topic → *topicCounters
+	commitToAck    prometheus.Histogram
+	produceErrors  *prometheus.CounterVec
+	reconnects     prometheus.Counter
+	skipped        *prometheus.CounterVec
+	skippedBy      map[string]prometheus.Counter // the known reasons, built once, read-only
+	deadLettered   prometheus.Counter
+	snapshotRows   prometheus.Gauge
+	snapshotActive prometheus.Gauge
+	janitorDeleted prometheus.Counter
+	stateGauge     *prometheus.GaugeVec
+
+	events     atomic.Uint64 // records published, for the progress line's rate
+	confirmed  atomic.Uint64 // pglogrepl.LSN
+	received   atomic.Uint64 // pglogrepl.LSN: the server's WAL end
+	lastCommit atomic.Int64  // unix nanos: commit time of the last published event
+	kafkaOK    atomic.Int64  // unix nanos of the last Kafka success (ack or ping)
+	kafkaFail  atomic.Int64  // unix nanos of the last Kafka failure
+	state      atomic.Value  // string: the last Observer.State
+
+	// inFlight reports the records and bytes handed to Kafka and not yet
+	// acknowledged (the producer's count); nil before wiring.
+	inFlight func() (int, int64)
+}
+
+type topicCounters struct {
+	events prometheus.Counter
+	bytes  prometheus.Counter
+}
+
+var (
+	_           replication.Observer = (*metrics)(nil)
+	skipReasons                      = []string{"update", "delete", "truncate", "other_table", "logical_message", "routed_to_nothing"}
+	states                           = []string{replication.StateStandby, replication.StateConnected, replication.StateSnapshot,
+		replication.StateStreaming, replication.StateRetrying, replication.StateStopped}
+)
+
+// newMetrics builds a fresh registry (never the global one: two relays in
+// one process, as in the tests, must not share series) with the Go runtime
+// and process collectors and every outboxrelay series.
+func newMetrics(inFlight func() (int, int64)) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry(), inFlight: inFlight}
+	m.state.Store("")
+	f := promFactory{m.reg}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	m.published = f.counterVec("outboxrelay_events_published_total", "Records Kafka acknowledged (acks=all), by topic.", "topic")
+	m.publishedBytes = f.counterVec("outboxrelay_published_bytes_total", "Key and value bytes of the records Kafka acknowledged, by topic.", "topic")
+	m.commitToAck = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "outboxrelay_commit_to_ack_seconds",
+		Help:    "Time from a row's commit in PostgreSQL to Kafka's acknowledgement of its record (snapshot rows excluded).",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5 ms .. 41 s
+	})
+	m.reg.MustRegister(m.commitToAck)
+	m.produceErrors = f.counterVec("outboxrelay_kafka_produce_errors_total", "Failed produce requests, by error kind and whether the batch is retried.", "kind", "retrying")
+	m.reconnects = f.counter("outboxrelay_reconnects_total", "Replication sessions lost and retried.")
+	m.skipped = f.counterVec("outboxrelay_rows_skipped_total", "Rows and messages deliberately not published, by reason.", "reason")
+	m.skippedBy = make(map[string]prometheus.Counter, len(skipReasons))
+	for _, r := range skipReasons {
+		m.skippedBy[r] = m.skipped.WithLabelValues(r)
+	}
+	m.deadLettered = f.counter("outboxrelay_dead_lettered_total", "Poison rows sent to the dead-letter topic or skipped (errors.tolerance=all).")
+	m.snapshotRows = f.gauge("outboxrelay_snapshot_rows", "Rows emitted by the current or last initial snapshot.")
+	m.snapshotActive = f.gauge("outboxrelay_snapshot_running", "1 while an initial snapshot runs.")
+	m.janitorDeleted = f.counter("outboxrelay_janitor_deleted_rows_total", "Outbox rows deleted by the clean-up janitor (outbox.retention.ms).")
+	m.stateGauge = f.gaugeVec("outboxrelay_state", "1 for the relay's current state, 0 for the others.", "state")
+	for _, s := range states {
+		m.stateGauge.WithLabelValues(s)
+	}
+
+	f.gaugeFunc("outboxrelay_confirmed_lsn", "LSN confirmed to PostgreSQL (everything up to it is in Kafka), as a number.", func() float64 { return float64(m.confirmed.Load()) })
+	f.gaugeFunc("outboxrelay_received_lsn", "The server's WAL end as last reported on the replication connection, as a number.", func() float64 { return float64(m.received.Load()) })
+	f.gaugeFunc("outboxrelay_replication_lag_bytes", "Server WAL end minus confirmed LSN.", func() float64 { return float64(m.lagBytes()) })
+	f.gaugeFunc("outboxrelay_replication_lag_seconds", "Now minus the commit time of the last published event; 0 while nothing waits.", func() float64 { return m.lagSeconds(time.Now()) })
+	f.gaugeFunc("outboxrelay_records_in_flight", "Records handed to Kafka and not yet acknowledged.", func() float64 { n, _ := m.inFlightNow(); return float64(n) })
+	f.gaugeFunc("outboxrelay_bytes_in_flight", "Bytes of the records handed to Kafka and not yet acknowledged.", func() float64 { _, b := m.inFlightNow(); return float64(b) })
+	f.gaugeFunc("outboxrelay_ready", "1 when /readyz answers 200.", func() float64 {
+		if ok, _ := m.ready(time.Now()); ok {
+			return 1
+		}
+		return 0
+	})
+	return m
+}
+
+// promFactory registers each collector as it builds it.
+type promFactory struct{ reg *prometheus.Registry }
+
+func (f promFactory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f promFactory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f promFactory) gaugeFunc(name, help string, fn func() float64) {
+	f.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
+
+// Published implements replication.Observer.
+func (m *metrics) Published(topic string, bytes int, commitTime time.Time) {
+	tc := m.topic(topic)
+	tc.events.Inc()
+	tc.bytes.Add(float64(bytes))
+	m.events.Add(1)
+	if !commitTime.IsZero() {
+		now := time.Now()
+		m.commitToAck.Observe(now.Sub(commitTime).Seconds())
+		m.lastCommit.Store(commitTime.UnixNano())
+	}
+}
+
+// topic returns the topic's counters, creating them on first use only.
+func (m *metrics) topic(topic string) *topicCounters {
+	if v, ok := m.topics.Load(topic); ok {
+		return v.(*topicCounters)
+	}
+	tc := &topicCounters{events: m.published.WithLabelValues(topic), bytes: m.publishedBytes.WithLabelValues(topic)}
+	v, _ := m.topics.LoadOrStore(topic, tc)
+	return v.(*topicCounters)
+}
+
+// Skipped implements replication.Observer.
+func (m *metrics) Skipped(reason string) {
+	if c, ok := m.skippedBy[reason]; ok {
+		c.Inc()
+		return
+	}
+	m.skipped.WithLabelValues(reason).Inc()
+}
+
+// Received implements replication.Observer.
+func (m *metrics) Received(confirmed, serverWALEnd pglogrepl.LSN) {
+	m.received.Store(uint64(serverWALEnd))
+	storeMax(&m.confirmed, uint64(confirmed))
+}
+
+// Confirmed implements replication.Observer.
+func (m *metrics) Confirmed(lsn pglogrepl.LSN) { storeMax(&m.confirmed, uint64(lsn)) }
+
+// storeMax keeps the highest LSN: a new session starts from what the server
+// knows, which may be behind what this process confirmed.
+func storeMax(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// State implements replication.Observer. It does not log: the replication
+// package logs each state change once, with its details.
+func (m *metrics) State(s string) {
+	prev := m.state.Swap(s).(string)
+	if prev == s {
+		return
+	}
+	if s == replication.StateRetrying {
+		m.reconnects.Inc()
+	}
+	if prev != "" {
+		m.stateGauge.WithLabelValues(prev).Set(0)
+	}
+	m.stateGauge.WithLabelValues(s).Set(1)
+	m.snapshotActive.Set(boolFloat(s == replication.StateSnapshot))
+}
+
+// SnapshotProgress implements replication.Observer.
+func (m *metrics) SnapshotProgress(rows int64, done bool) {
+	m.snapshotRows.Set(float64(rows))
+	if done {
+		m.snapshotActive.Set(0)
+	}
+}
+
+// Produced implements sink.Observer: any acknowledged batch proves Kafka
+// answers.
+func (m *metrics) Produced(records, bytes int) { m.kafkaOK.Store(time.Now().UnixNano()) }
+
+// ProduceFailed implements sink.Observer.
+func (m *metrics) ProduceFailed(kind string, retrying bool) {
+	m.kafkaFail.Store(time.Now().UnixNano())
+	r := "false"
+	if retrying {
+		r = "true"
+	}
+	m.produceErrors.WithLabelValues(kind, r).Inc()
+}
+
+// kafkaAnswered records the outcome of a readiness ping.
+func (m *metrics) kafkaAnswered(err error) {
+	if err != nil {
+		m.kafkaFail.Store(time.Now().UnixNano())
+		return
+	}
+	m.kafkaOK.Store(time.Now().UnixNano())
+}
+
+func (m *metrics) lagBytes() uint64 {
+	r, c := m.received.Load(), m.confirmed.Load()
+	if r <= c {
+		return 0
+	}
+	return r - c
+}
+
+// lagSeconds is now minus the commit time of the last published event,
+// while something is waiting (records in flight, or WAL received past the
+// confirmed LSN); an idle relay that confirmed everything has no lag, however
+// long ago the last event was.
+func (m *metrics) lagSeconds(now time.Time) float64 {
+	last := m.lastCommit.Load()
+	n, _ := m.inFlightNow()
+	if last == 0 || (n == 0 && m.lagBytes() == 0) {
+		return 0
+	}
+	return max(0, now.Sub(time.Unix(0, last)).Seconds())
+}
+
+func (m *metrics) inFlightNow() (int, int64) {
+	if m.inFlight == nil {
+		return 0, 0
+	}
+	return m.inFlight()
+}
+
+func (m *metrics) currentState() string { return m.state.Load().(string) }
+
+// ready is /readyz: streaming, and Kafka's latest answer (a produce or a
+// ping) is a success less than kafkaFresh old. The string says why not.
+func (m *metrics) ready(now time.Time) (bool, string) {
+	if s := m.currentState(); s != replication.StateStreaming {
+		if s == "" {
+			s = "starting"
+		}
+		return false, "not streaming: " + s
+	}
+	ok, fail := m.kafkaOK.Load(), m.kafkaFail.Load()
+	switch {
+	case ok == 0:
+		return false, "Kafka has not answered yet"
+	case fail > ok:
+		return false, "Kafka's last answer was an error at " + time.Unix(0, fail).UTC().Format(time.RFC3339)
+	case now.Sub(time.Unix(0, ok)) > kafkaFresh:
+		return false, "Kafka has not answered since " + time.Unix(0, ok).UTC().Format(time.RFC3339)
+	}
+	return true, "streaming"
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

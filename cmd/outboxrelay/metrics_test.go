@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/outboxrelay/outboxrelay/replication"
+)
+
+// TestMetricsWiring: what the observers report shows up as the documented
+// series, and readiness follows the state and Kafka's last answer.
+func TestMetricsWiring(t *testing.T) {
+	inFlight := 0
+	m := newMetrics(func() (int, int64) { return inFlight, int64(inFlight * 100) })
+	commit := time.Now().Add(-2 * time.Second)
+	m.State(replication.StateConnected)
+	m.State(replication.StateStreaming)
+	m.Published("orders", 100, commit)
+	m.Published("orders", 50, commit)
+	m.Published("payments", 10, time.Time{}) // a snapshot row: no latency
+	m.Skipped("update")
+	m.Skipped("something_new")
+	m.Received(0x1000, 0x1800)
+	m.Confirmed(0x1200)
+	m.ProduceFailed("network", true)
+	m.State(replication.StateRetrying)
+	m.State(replication.StateStreaming)
+	m.SnapshotProgress(42, true)
+
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"events orders", testutil.ToFloat64(m.published.WithLabelValues("orders")), 2},
+		{"bytes orders", testutil.ToFloat64(m.publishedBytes.WithLabelValues("orders")), 150},
+		{"events payments", testutil.ToFloat64(m.published.WithLabelValues("payments")), 1},
+		{"skipped update", testutil.ToFloat64(m.skipped.WithLabelValues("update")), 1},
+		{"skipped new reason", testutil.ToFloat64(m.skipped.WithLabelValues("something_new")), 1},
+		{"produce errors", testutil.ToFloat64(m.produceErrors.WithLabelValues("network", "true")), 1},
+		{"reconnects", testutil.ToFloat64(m.reconnects), 1},
+		{"state streaming", testutil.ToFloat64(m.stateGauge.WithLabelValues("streaming")), 1},
+		{"state retrying", testutil.ToFloat64(m.stateGauge.WithLabelValues("retrying")), 0},
+		{"snapshot rows", testutil.ToFloat64(m.snapshotRows), 42},
+		{"lag bytes", float64(m.lagBytes()), 0x600},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if got := testutil.CollectAndCount(m.commitToAck); got != 1 {
+		t.Errorf("commit-to-ack histogram has %d series", got)
+	}
+	if lag := m.lagSeconds(time.Now()); lag < 1.5 || lag > 10 {
+		t.Errorf("lag seconds %v while WAL waits; want about 2", lag)
+	}
+	m.Received(0x1800, 0x1800)
+	if lag := m.lagSeconds(time.Now()); lag != 0 {
+		t.Errorf("lag seconds %v with everything confirmed and nothing in flight; want 0", lag)
+	}
+	inFlight = 3
+	if lag := m.lagSeconds(time.Now()); lag < 1.5 {
+		t.Errorf("lag seconds %v with records in flight; want about 2", lag)
+	}
+
+	// Readiness: streaming and Kafka's latest answer a recent success.
+	if ok, why := m.ready(time.Now()); ok {
+		t.Errorf("ready after a produce error and no success: %s", why)
+	}
+	m.kafkaAnswered(nil)
+	if ok, why := m.ready(time.Now()); !ok {
+		t.Errorf("not ready while streaming with Kafka answering: %s", why)
+	}
+	if ok, _ := m.ready(time.Now().Add(time.Minute)); ok {
+		t.Error("ready a minute after Kafka's last answer")
+	}
+	m.kafkaAnswered(errors.New("refused"))
+	if ok, _ := m.ready(time.Now()); ok {
+		t.Error("ready although Kafka's last answer was an error")
+	}
+	m.kafkaAnswered(nil)
+	m.State(replication.StateStandby)
+	if ok, why := m.ready(time.Now()); ok || !strings.Contains(why, "standby") {
+		t.Errorf("standby: ready=%v (%s); want not ready, saying standby", ok, why)
+	}
+
+	want := []string{
+		"outboxrelay_events_published_total", "outboxrelay_published_bytes_total", "outboxrelay_records_in_flight",
+		"outboxrelay_bytes_in_flight", "outboxrelay_confirmed_lsn", "outboxrelay_received_lsn",
+		"outboxrelay_replication_lag_bytes", "outboxrelay_replication_lag_seconds", "outboxrelay_commit_to_ack_seconds",
+		"outboxrelay_kafka_produce_errors_total", "outboxrelay_reconnects_total", "outboxrelay_rows_skipped_total",
+		"outboxrelay_dead_lettered_total", "outboxrelay_snapshot_rows", "outboxrelay_snapshot_running",
+		"outboxrelay_janitor_deleted_rows_total", "outboxrelay_state", "outboxrelay_ready", "go_goroutines", "process_cpu_seconds_total",
+	}
+	families, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range families {
+		have[f.GetName()] = true
+	}
+	for _, n := range want {
+		if !have[n] {
+			t.Errorf("series %s missing from the registry", n)
+		}
+	}
+	if got := pglogrepl.LSN(m.confirmed.Load()); got != 0x1800 {
+		t.Errorf("confirmed %s, want 0/1800", got)
+	}
+}
+
+// TestPublishedDoesNotAllocate: the per-event observer call stays off the
+// allocator once a topic is known.
+func TestPublishedDoesNotAllocate(t *testing.T) {
+	m := newMetrics(nil)
+	commit := time.Now()
+	m.Published("orders", 1, commit)
+	if n := testing.AllocsPerRun(1000, func() { m.Published("orders", 100, commit) }); n != 0 {
+		t.Errorf("Published allocates %v times per call, want 0", n)
+	}
+}
+
+func TestFormatChecks(t *testing.T) {
+	var b bytes.Buffer
+	failed := formatChecks(&b, []checkResult{
+		{Name: "wal_level", OK: true, Detail: "logical"},
+		{Name: "publication p", Detail: "does not exist", Fix: "CREATE PUBLICATION p FOR TABLE public.outbox;"},
+		{Name: "columns of public.outbox", Detail: "a missing; b missing", Fix: "ALTER TABLE x ADD COLUMN a text;\nALTER TABLE x ADD COLUMN b text;"},
+	})
+	want := `✓ wal_level: logical
+✗ publication p: does not exist
+    fix: CREATE PUBLICATION p FOR TABLE public.outbox;
+✗ columns of public.outbox: a missing; b missing
+    fix: ALTER TABLE x ADD COLUMN a text;
+    fix: ALTER TABLE x ADD COLUMN b text;
+`
+	if failed != 2 || b.String() != want {
+		t.Errorf("formatChecks = %d,\n%s\nwant 2,\n%s", failed, b.String(), want)
+	}
+}
