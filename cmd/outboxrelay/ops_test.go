@@ -173,6 +173,17 @@ func TestCheckBroken(t *testing.T) {
 		}
 	}
 
+	// A role without REPLICATION.
+	role := fmt.Sprintf("norepl_%d", time.Now().UnixNano())
+	testbed.Exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'pw'`, role), fmt.Sprintf(`GRANT SELECT ON public.outbox TO %s`, role))
+	t.Cleanup(func() {
+		testbed.Exec(t, admin, `REVOKE ALL ON public.outbox FROM `+role, `DROP ROLE IF EXISTS `+role)
+	})
+	out, err = runCheckCmd(t, exampleConfig(t, map[string]any{"database.user": role, "database.password": "pw"}))
+	if err == nil || !strings.Contains(out, "✗ REPLICATION attribute: role "+role+" may not open replication connections\n    fix: ALTER ROLE "+role+" REPLICATION;") {
+		t.Errorf("check with a role lacking REPLICATION: %v\n%s", err, out)
+	}
+
 	// Kafka down: a port nobody listens on.
 	out, err = func() (string, error) {
 		var o, e bytes.Buffer
