@@ -164,6 +164,7 @@ func startConnect(t *testing.T, root string) (url, info string) {
 		return u, versions
 	}
 	script := filepath.Join(root, "scripts", "debezium")
+	running := exec.Command(script, "status").Run() == nil
 	t0 := time.Now()
 	cmd := exec.Command(script, "up")
 	var stderr bytes.Buffer
@@ -173,6 +174,9 @@ func startConnect(t *testing.T, root string) (url, info string) {
 		t.Fatalf("scripts/debezium up: %v\n%s", err, stderr.String())
 	}
 	t.Cleanup(func() {
+		if running {
+			return // not ours to stop
+		}
 		if out, err := exec.Command(script, "down").CombinedOutput(); err != nil {
 			t.Errorf("scripts/debezium down: %v\n%s", err, out)
 		}
@@ -180,6 +184,9 @@ func startConnect(t *testing.T, root string) (url, info string) {
 	m := regexp.MustCompile(`OUTBOXRELAY_DEBEZIUM_URL='([^']+)'`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("scripts/debezium up printed no URL: %s", out)
+	}
+	if running {
+		return string(m[1]), versions
 	}
 	return string(m[1]), fmt.Sprintf("%s; started by the test, REST up %.1f s after launch", versions, time.Since(t0).Seconds())
 }

@@ -59,6 +59,10 @@ func WriteReport(w io.Writer, info ReportInfo, verdicts []*Verdict) error {
 		for _, p := range v.Problems {
 			fmt.Fprintf(&b, "- %s\n", p)
 		}
+		if len(v.DebeziumRecords)+len(v.RelayRecords) > 0 && len(v.DebeziumRecords)+len(v.RelayRecords) <= 10 {
+			b.WriteString("\nDebezium wrote (context headers included):\n\n```\n" + Dump(v.DebeziumRecords) + "```\n")
+			b.WriteString("\noutboxrelay wrote:\n\n```\n" + Dump(v.RelayRecords) + "```\n")
+		}
 	}
 	for _, v := range verdicts {
 		if v.Case.ID != sampleCase || v.Err != nil {

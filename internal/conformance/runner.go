@@ -373,7 +373,12 @@ func (e *Env) waitStreaming(ctx context.Context, admin *pgx.Conn, n names, relay
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var active int
-		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE slot_name IN ($1, $2) AND active`, n.slotD, n.slotR).Scan(&active)
+		// Debezium creates its slot on one replication connection (the
+		// slot is active then), closes it, reads its start offset and only
+		// then starts streaming on another: rows written in between are
+		// skipped as already seen. So wait for a walsender that streams.
+		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid
+			WHERE s.slot_name IN ($1, $2) AND r.state = 'streaming'`, n.slotD, n.slotR).Scan(&active)
 		if err != nil {
 			return err
 		}

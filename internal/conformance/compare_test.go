@@ -1,0 +1,108 @@
+package conformance
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCasesParse keeps every case script valid and the reduced form at
+// ten cases, without the bed.
+func TestCasesParse(t *testing.T) {
+	cases, err := LoadCases(filepath.Join("..", "..", "testdata", "conformance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 30 {
+		t.Errorf("%d cases, the issue asks for at least 30", len(cases))
+	}
+	ci := 0
+	for _, c := range cases {
+		if c.CI {
+			ci++
+		}
+		if c.Records < 1 {
+			t.Errorf("%s: records %d; every case ends with a routed row so both sides are known to be done", c.ID, c.Records)
+		}
+	}
+	if ci != 10 {
+		t.Errorf("%d cases marked `ci: yes`, want 10", ci)
+	}
+}
+
+func TestParseCase(t *testing.T) {
+	src := `-- case: t
+-- records: 2
+-- config: a.b = x ${schema}
+-- config: gone =
+-- difference: json-expansion
+-- @setup
+ALTER TABLE outbox ADD COLUMN c int;
+-- @run
+BEGIN; INSERT 1;
+-- @conn 2
+INSERT 2;
+-- @conn 1
+COMMIT;
+`
+	c, err := ParseCase("07-t.sql", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != "07-t" || c.Records != 2 || len(c.Config) != 2 || !c.Config[1].Delete || c.Config[0].Value != "x ${schema}" {
+		t.Errorf("parsed %+v", c)
+	}
+	if len(c.Steps) != 3 || c.Steps[1].Conn != 2 || c.Sessions() != 2 || !strings.Contains(c.Setup, "ADD COLUMN") {
+		t.Errorf("steps %+v setup %q", c.Steps, c.Setup)
+	}
+	for _, bad := range []string{
+		"-- case: x\n-- records: 1\n-- difference: nope\n-- @run\nSELECT 1;\n",
+		"-- case: x\n-- @run\nSELECT 1;\n",
+		"-- case: x\n-- records: 1\n",
+		"-- case: x\n-- records: 1\n-- @conn 2\n-- @run\nSELECT 1;\n",
+	} {
+		if _, err := ParseCase("bad.sql", []byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	rec := func(value string, headers ...string) Record {
+		r := Record{Topic: "orders", Key: []byte("k"), Value: []byte(value)}
+		for i := 0; i+1 < len(headers); i += 2 {
+			r.Headers = append(r.Headers, Header{Key: headers[i], Value: []byte(headers[i+1])})
+		}
+		return r
+	}
+	plain := &Case{ID: "plain", Records: 1}
+	expand := &Case{ID: "expand", Records: 1, Differences: []string{"json-expansion"}}
+	precise := &Case{ID: "precise", Records: 1, Differences: []string{"decimal-precise"}}
+	floats := &Case{ID: "floats", Records: 1, Differences: []string{"float-text"}}
+	for _, tc := range []struct {
+		name     string
+		c        *Case
+		dbz, rly Record
+		want     string
+	}{
+		{"byte-equal, context headers set aside", plain,
+			rec(`{"a":1}`, "__debezium.context.taskId", "0", "id", "1"), rec(`{"a":1}`, "id", "1"), "equal with documented difference"},
+		{"value differs, no difference named", plain, rec(`{"a":199.0}`), rec(`{"a":199.00}`), "FAIL"},
+		{"Jackson's doubles", expand, rec(`{"a":199.0,"b":12345678.9}`), rec(`{"a":199.00,"b":12345678.90}`), "equal with documented difference"},
+		{"nulls and empty arrays dropped", expand, rec(`{"c":1}`), rec(`{"a":null,"b":[],"c":1}`), "equal with documented difference"},
+		{"string fallback", expand, rec(`"{\"t\": [\"x\", 1]}"`), rec(`{"t":["x",1]}`), "equal with documented difference"},
+		{"different data is still different", expand, rec(`{"a":1}`), rec(`{"a":2}`), "FAIL"},
+		{"Base64 unscaled decimal", precise, rec(`{"amount":"Ae0="}`), rec(`{"amount":"4.93"}`), "equal with documented difference"},
+		{"negative Base64 decimal", precise, rec(`{"amount":"/w=="}`), rec(`{"amount":"-0.01"}`), "equal with documented difference"},
+		{"Java's 100.0", floats, rec(`{"s":100.0}`, "s", "100.0"), rec(`{"s":100}`, "s", "100"), "equal with documented difference"},
+		{"float4 texts", floats, rec(`{"r":1.50000005E10}`), rec(`{"r":1.5000001e+10}`), "equal with documented difference"},
+		{"header order matters", plain, rec(`1`, "id", "1", "t", "x"), rec(`1`, "t", "x", "id", "1"), "FAIL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Compare(tc.c, []Record{tc.dbz}, []Record{tc.rly})
+			if got := v.Summary(); got != tc.want {
+				t.Errorf("verdict %q, want %q; problems %v", got, tc.want, v.Problems)
+			}
+		})
+	}
+}
