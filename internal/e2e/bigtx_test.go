@@ -22,7 +22,7 @@ func TestBigTransaction(t *testing.T) {
 	)
 	f := newFixture(t, "big")
 	r := startRelay(t, f.config(t, nil))
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	f.waitStreaming(t)
 
 	started := time.Now()
 	testbed.Exec(t, f.admin, fmt.Sprintf(`INSERT INTO %s.outbox (aggregatetype, aggregateid, payload)

@@ -160,6 +160,26 @@ func confirmedFlush(t *testing.T, conn *pgx.Conn, slot string) pglogrepl.LSN {
 	return pglogrepl.LSN(testbed.ConfirmedFlush(t, conn, slot))
 }
 
+// waitStreaming waits until the relay streams from the fixture's slot: a
+// walsender holds it and its confirmed_flush_lsn is set. testbed's
+// WaitSlotActive is not enough for a new slot: the slot is active while
+// CREATE_REPLICATION_SLOT still waits for running transactions to end, and
+// a row committed in that window lies before the slot's consistent point,
+// so no_data rightly never sends it.
+func (f *fixture) waitStreaming(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var ok bool
+		err := f.admin.QueryRow(context.Background(), `SELECT active AND confirmed_flush_lsn IS NOT NULL FROM pg_replication_slots WHERE slot_name = $1`, f.name).Scan(&ok)
+		if err == nil && ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the relay is not streaming from slot %s after 30 s; %s", f.name, f.slotState(t))
+}
+
 // waitSlotInactive waits until no walsender streams from the slot, so its
 // confirmed_flush_lsn is final.
 func waitSlotInactive(t *testing.T, conn *pgx.Conn, slot string, timeout time.Duration) {
@@ -189,8 +209,8 @@ func firstLine(s string) string {
 func (f *fixture) slotState(t *testing.T) string {
 	t.Helper()
 	var active bool
-	var confirmed, current string
-	var sent, flush *string
+	var current string
+	var confirmed, sent, flush *string
 	err := f.admin.QueryRow(context.Background(), `SELECT r.active, r.confirmed_flush_lsn::text, pg_current_wal_lsn()::text, s.sent_lsn::text, s.flush_lsn::text
 		FROM pg_replication_slots r LEFT JOIN pg_stat_replication s ON s.pid = r.active_pid WHERE r.slot_name = $1`, f.name).Scan(&active, &confirmed, &current, &sent, &flush)
 	if err != nil {
@@ -203,5 +223,5 @@ func (f *fixture) slotState(t *testing.T) string {
 		return *p
 	}
 	return fmt.Sprintf("slot %s: active=%t confirmed_flush_lsn=%s; walsender sent_lsn=%s flush_lsn=%s; pg_current_wal_lsn=%s",
-		f.name, active, confirmed, deref(sent), deref(flush), current)
+		f.name, active, deref(confirmed), deref(sent), deref(flush), current)
 }

@@ -27,7 +27,7 @@ func TestIdleOutboxFollowsWAL(t *testing.T) {
 	)
 	f := newFixture(t, "idle")
 	startRelay(t, f.config(t, map[string]string{"status.update.interval.ms": fmt.Sprint(interval.Milliseconds())}))
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	f.waitStreaming(t)
 
 	// Churn: 1 KB rows into the other table, 5,000 a transaction.
 	started := time.Now()

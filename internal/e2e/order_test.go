@@ -29,7 +29,7 @@ func TestCommitOrder(t *testing.T) {
 
 	f := newFixture(t, "order")
 	startRelay(t, f.config(t, nil))
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	f.waitStreaming(t)
 
 	cs := make([]*pgx.Conn, conns)
 	for i := range cs {

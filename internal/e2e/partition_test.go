@@ -42,7 +42,7 @@ func TestPartitioningMatchesJavaAndKeepsAggregateOrder(t *testing.T) {
 	t.Logf("Java console producer: %d keys in %s", aggregates, time.Since(started).Round(time.Millisecond))
 
 	startRelay(t, f.config(t, map[string]string{"topic.creation.default.partitions": "3"}))
-	testbed.WaitSlotActive(t, admin, f.name, 30*time.Second)
+	f.waitStreaming(t)
 
 	// Event g belongs to aggregate g%100 with sequence g/100, inserted in
 	// order of g, in transactions of 1 to 500 rows.

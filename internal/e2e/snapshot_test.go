@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
 // insertEvents inserts n events of aggregate type "orders", one statement
@@ -28,7 +26,7 @@ func TestSnapshotNoData(t *testing.T) {
 	f := newFixture(t, "nodata")
 	before := insertEvents(t, f.admin, f, 50)
 	startRelay(t, f.config(t, map[string]string{"snapshot.mode": "no_data"}))
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	f.waitStreaming(t)
 	after := insertEvents(t, f.admin, f, 20)
 
 	recs := f.consume(t, f.topic("orders"), len(after), 30*time.Second, 2*time.Second)
@@ -81,7 +79,7 @@ func TestSnapshotInitial(t *testing.T) {
 	}()
 
 	r := startRelay(t, f.config(t, map[string]string{"snapshot.mode": "initial"}))
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	f.waitStreaming(t)
 	res := <-done
 	close(stop)
 	if res.err != nil {

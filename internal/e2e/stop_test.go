@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -21,23 +22,24 @@ const (
 // interruptUnderLoad starts the relay and the load; then, cycles times,
 // lets both run for 1.5 s, calls interrupt with the relay and starts a new
 // one on the same config while the load goes on. It stops the load 1.5 s
-// after the last restart and returns its transactions and every record on
-// the topic.
-func interruptUnderLoad(t *testing.T, f *fixture, cycles int, interrupt func(*relayProc)) ([]loadTx, []record) {
+// after the last restart and returns its transactions, with those interrupt
+// returns (committed by it), and every record on the topic.
+func interruptUnderLoad(t *testing.T, f *fixture, cycles int, interrupt func(*relayProc) []loadTx) ([]loadTx, []record) {
 	t.Helper()
 	cfg := f.config(t, nil)
 	r := startRelay(t, cfg)
-	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+	f.waitStreaming(t)
 
 	l := startLoad(t, f, loadRowsPerTx, loadTick)
+	var extra []loadTx
 	for range cycles {
 		time.Sleep(1500 * time.Millisecond)
-		interrupt(r)
+		extra = append(extra, interrupt(r)...)
 		r = startRelay(t, cfg)
-		testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
+		f.waitStreaming(t)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	txs := l.finish(t)
+	txs := append(l.finish(t), extra...)
 	n := 0
 	for _, tx := range txs {
 		n += len(tx.ids)
@@ -45,18 +47,27 @@ func interruptUnderLoad(t *testing.T, f *fixture, cycles int, interrupt func(*re
 	return txs, f.consume(t, f.topic("orders"), n, 60*time.Second, 2*time.Second)
 }
 
-// TestSIGTERMUnderLoadThenRestart: SIGTERM mid-load ends the relay with
-// exit code 0 within a few seconds, and after a restart every event has
-// arrived exactly once; three times over.
-func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, "term")
-	var took []time.Duration
-	var confirmed []pglogrepl.LSN
-	txs, recs := interruptUnderLoad(t, f, 3, func(r *relayProc) {
-		took = append(took, r.stop(t, 5*time.Second).Round(time.Millisecond))
-		confirmed = append(confirmed, confirmedFlush(t, f.admin, f.name))
-	})
+// sigterm stops the relay with SIGTERM, expects exit code 0 within 5 s, and
+// checks that the slot got the final status update: once the walsender is
+// gone, confirmed_flush_lsn must be what the relay logged as confirmed when
+// it stopped. It returns how long the exit took and the slot's LSN.
+func sigterm(t *testing.T, f *fixture, r *relayProc) (time.Duration, pglogrepl.LSN) {
+	t.Helper()
+	took := r.stop(t, 5*time.Second).Round(time.Millisecond)
+	waitSlotInactive(t, f.admin, f.name, 10*time.Second)
+	slot := confirmedFlush(t, f.admin, f.name)
+	logged, err := pglogrepl.ParseLSN(r.logValue("stream stopped", "confirmed"))
+	if err != nil {
+		t.Errorf("no `stream stopped confirmed=LSN` line in the relay log: %v", err)
+	} else if slot != logged {
+		t.Errorf("final status update lost: the relay stopped with confirmed=%s, the slot's confirmed_flush_lsn is %s; the restart sends the difference again", logged, slot)
+	}
+	return took, slot
+}
+
+// checkOnce reports missing and duplicated events of txs in recs.
+func checkOnce(t *testing.T, what string, txs []loadTx, recs []record, confirmed []pglogrepl.LSN) {
+	t.Helper()
 	want := loadIDs(txs)
 	counts := countIDs(recs)
 	missing, dups := 0, 0
@@ -71,12 +82,62 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 	if len(counts) != len(want) {
 		t.Errorf("%d distinct ids arrived, %d were inserted", len(counts), len(want))
 	}
-	t.Logf("SIGTERM ×%d: exit 0 after %v (slot confirmed %v); %d events in %d transactions; %d records: %d missing, %d duplicates",
-		len(took), took, confirmed, len(want), len(txs), len(recs), missing, dups)
+	t.Logf("%s: %d events in %d transactions; %d records: %d missing, %d duplicates", what, len(want), len(txs), len(recs), missing, dups)
 	if missing != 0 || dups != 0 {
-		t.Errorf("after SIGTERM and restart: %d missing, %d duplicates; want none", missing, dups)
-		reportMissing(t, txs, counts, confirmed)
+		t.Errorf("%s: %d missing, %d duplicates; want none", what, missing, dups)
+		reportTxs(t, txs, counts, confirmed)
 	}
+}
+
+// TestSIGTERMUnderLoadThenRestart: SIGTERM mid-load ends the relay with
+// exit code 0 within a few seconds, and after a restart every event has
+// arrived exactly once; three times over.
+func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "term")
+	var took []time.Duration
+	var confirmed []pglogrepl.LSN
+	txs, recs := interruptUnderLoad(t, f, 3, func(r *relayProc) []loadTx {
+		d, c := sigterm(t, f, r)
+		took, confirmed = append(took, d), append(confirmed, c)
+		return nil
+	})
+	t.Logf("SIGTERM ×%d: exit 0 after %v; slot confirmed %v", len(took), took, confirmed)
+	checkOnce(t, "after SIGTERM and restart", txs, recs, confirmed)
+}
+
+// TestSIGTERMMidTransaction: SIGTERM while the relay is in the middle of
+// publishing a 20,000-row transaction (and the walsender in the middle of
+// sending it), under the steady load. A clean stop followed by a start
+// sends nothing twice (issue 4), so nothing may arrive twice here either.
+func TestSIGTERMMidTransaction(t *testing.T) {
+	t.Parallel()
+	const burst, seen = 20000, 2000
+	f := newFixture(t, "termtx")
+	var took time.Duration
+	var confirmed pglogrepl.LSN
+	var published int64
+	txs, recs := interruptUnderLoad(t, f, 1, func(r *relayProc) []loadTx {
+		before := testbedEnd(t, f.topic("orders"))
+		ids := insertIDs(t, f.admin, fmt.Sprintf(`INSERT INTO %s.outbox (aggregatetype, aggregateid, payload)
+			SELECT 'orders', 'burst-' || (g %% 20), jsonb_build_object('g', g) FROM generate_series(1, %d) g ORDER BY g RETURNING id`, f.name, burst))
+		// SIGTERM once the relay has published part of the burst.
+		deadline := time.Now().Add(30 * time.Second)
+		for published = testbedEnd(t, f.topic("orders")) - before; published < seen && time.Now().Before(deadline); published = testbedEnd(t, f.topic("orders")) - before {
+			time.Sleep(5 * time.Millisecond)
+		}
+		after := walLSN(t, f.admin)
+		took, confirmed = sigterm(t, f, r)
+		return []loadTx{{ids: ids, lsnAfter: after}}
+	})
+	t.Logf("SIGTERM after %d records of the burst and load were published: exit 0 after %s; slot confirmed %s", published, took, confirmed)
+	checkOnce(t, "after SIGTERM mid-transaction and restart", txs, recs, []pglogrepl.LSN{confirmed})
+}
+
+// testbedEnd is the end offset of a single-partition topic.
+func testbedEnd(t *testing.T, topic string) int64 {
+	t.Helper()
+	return testbed.EndOffsets(t, topic)[0]
 }
 
 // TestSIGKILLUnderLoadThenRestart: after kill -9 mid-load and a restart,
@@ -88,13 +149,14 @@ func TestSIGKILLUnderLoadThenRestart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "kill")
 	var confirmed []pglogrepl.LSN
-	txs, recs := interruptUnderLoad(t, f, 2, func(r *relayProc) {
+	txs, recs := interruptUnderLoad(t, f, 2, func(r *relayProc) []loadTx {
 		r.signal(t, syscall.SIGKILL)
 		if code := r.wait(t, 5*time.Second); code != -1 {
 			t.Fatalf("relay exit code %d after SIGKILL; want -1 (killed)", code)
 		}
 		waitSlotInactive(t, f.admin, f.name, 10*time.Second)
 		confirmed = append(confirmed, confirmedFlush(t, f.admin, f.name))
+		return nil
 	})
 	want := loadIDs(txs)
 	counts := countIDs(recs)
@@ -137,31 +199,35 @@ func TestSIGKILLUnderLoadThenRestart(t *testing.T) {
 		len(confirmed), confirmed, len(want), len(txs), len(recs), missing, dups, dupTxs, early)
 	if missing != 0 {
 		t.Errorf("after SIGKILL and restart: %d events missing; want none", missing)
-		reportMissing(t, txs, counts, confirmed)
+		reportTxs(t, txs, counts, confirmed)
 	}
 }
 
-// reportMissing logs the first transactions with missing events, where
-// their commits lie against the confirmed LSNs of the interruptions.
-func reportMissing(t *testing.T, txs []loadTx, counts map[int64]int, confirmed []pglogrepl.LSN) {
+// reportTxs logs the first transactions with missing or duplicated
+// events, and where their commits lie against the confirmed LSNs of the
+// interruptions.
+func reportTxs(t *testing.T, txs []loadTx, counts map[int64]int, confirmed []pglogrepl.LSN) {
 	t.Helper()
 	shown := 0
 	for i, tx := range txs {
-		lost := 0
+		lost, twice := 0, 0
 		for _, id := range tx.ids {
-			if counts[id] == 0 {
+			switch n := counts[id]; {
+			case n == 0:
 				lost++
+			case n > 1:
+				twice++
 			}
 		}
-		if lost == 0 {
+		if lost == 0 && twice == 0 {
 			continue
 		}
 		prev := pglogrepl.LSN(0)
 		if i > 0 {
 			prev = txs[i-1].lsnAfter
 		}
-		t.Logf("transaction %d of %d, ids %d..%d: %d of %d events missing; its commit ended in (%s, %s]; confirmed at the interruptions: %v",
-			i+1, len(txs), tx.ids[0], tx.ids[len(tx.ids)-1], lost, len(tx.ids), prev, tx.lsnAfter, confirmed)
+		t.Logf("transaction %d of %d, ids %d..%d: %d of %d events missing, %d sent more than once; its commit ended in (%s, %s]; confirmed at the interruptions: %v",
+			i+1, len(txs), tx.ids[0], tx.ids[len(tx.ids)-1], lost, len(tx.ids), twice, prev, tx.lsnAfter, confirmed)
 		if shown++; shown == 10 {
 			return
 		}
