@@ -2,6 +2,8 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -143,7 +145,7 @@ func acquireLock(ctx context.Context, opt *Options) (*pgx.Conn, error) {
 	cfg := opt.Config
 	conn, err := pgx.Connect(ctx, cfg.DSN(false))
 	if err != nil {
-		return nil, fmt.Errorf("failover lock: connecting to %s:%d/%s as %s: %w", cfg.Host, cfg.Port, cfg.DBName, cfg.User, err)
+		return nil, connectError("failover lock: connecting", cfg, err)
 	}
 	standby := false
 	for {
@@ -363,6 +365,20 @@ func Retryable(err error) bool {
 	}
 	var rowErr *router.RowError
 	if errors.As(err, &rowErr) {
+		return false
+	}
+	// A record the sink gave up on is final: the sink already retries
+	// transient Kafka errors forever. Checked before net.Error, because
+	// kafka-go's error codes implement Timeout and Temporary.
+	if errors.Is(err, ErrRecordFailed) {
+		return false
+	}
+	// A certificate that does not verify will not verify on the next try.
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
 		return false
 	}
 	var pgErr *pgconn.PgError

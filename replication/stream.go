@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -488,12 +489,34 @@ func keyChanged(rel *Relation, newT, old *Tuple) bool {
 func connect(ctx context.Context, cfg *Config) (*pgx.Conn, *pgconn.PgConn, error) {
 	conn, err := pgx.Connect(ctx, cfg.DSN(false))
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to %s:%d/%s as %s: %w", cfg.Host, cfg.Port, cfg.DBName, cfg.User, err)
+		return nil, nil, connectError("connecting", cfg, err)
 	}
 	repl, err := pgconn.Connect(ctx, cfg.DSN(true))
 	if err != nil {
 		conn.Close(context.Background())
-		return nil, nil, fmt.Errorf("opening replication connection to %s:%d/%s as %s: %w", cfg.Host, cfg.Port, cfg.DBName, cfg.User, err)
+		return nil, nil, connectError("opening the replication connection", cfg, err)
 	}
 	return conn, repl, nil
+}
+
+// connectError wraps a failed connection with where it went and, for the
+// failures a person must fix, which connector key to look at.
+func connectError(op string, cfg *Config, err error) error {
+	hint := ""
+	var pgErr *pgconn.PgError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	switch {
+	case errors.As(err, &unknownCA):
+		hint = "; the server certificate is not signed by database.sslrootcert: set it to the CA that signed it"
+	case errors.As(err, &hostname):
+		hint = "; the server certificate does not name database.hostname: connect by a name it lists, or use database.sslmode=verify-ca"
+	case errors.As(err, &pgErr) && pgErr.Code == "28P01":
+		hint = "; check database.user and database.password"
+	case errors.As(err, &pgErr) && pgErr.Code == "28000":
+		hint = "; add a pg_hba.conf line for this user, database and address (replication connections need one for the database too)"
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+		hint = "; check database.dbname"
+	}
+	return fmt.Errorf("%s to %s:%d/%s as %s: %w%s", op, cfg.Host, cfg.Port, cfg.DBName, cfg.User, err, hint)
 }

@@ -1,0 +1,42 @@
+package replication
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/router"
+)
+
+// TestRetryable pins which failures end the relay and which only the
+// connection. Two regressions it guards: a failed SASL login (kafka-go's
+// error codes look like net.Error) and a certificate from an unknown CA
+// were both retried forever instead of stopping with their message.
+func TestRetryable(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"poison row", &router.RowError{EventID: "e"}, false},
+		{"record Kafka refused for good", fmt.Errorf("checkpoint: %w: %w", ErrRecordFailed, kafka.SASLAuthenticationFailed), false},
+		{"unknown CA", fmt.Errorf("connecting: %w", x509.UnknownAuthorityError{}), false},
+		{"wrong password", &pgconn.PgError{Code: "28P01"}, false},
+		{"permission denied", &pgconn.PgError{Code: "42501"}, false},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{"EOF", fmt.Errorf("receiving WAL: %w", io.EOF), true},
+		{"failover lock lost", fmt.Errorf("x: %w", ErrLockLost), true},
+	}
+	for _, c := range cases {
+		if got := Retryable(c.err); got != c.want {
+			t.Errorf("%s: Retryable(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
