@@ -1,7 +1,9 @@
 package e2e_test
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -22,8 +24,8 @@ const (
 // interruptUnderLoad starts the relay and the load; then, cycles times,
 // lets both run for 1.5 s, calls interrupt with the relay and starts a new
 // one on the same config while the load goes on. It stops the load 1.5 s
-// after the last restart and returns its transactions, with those interrupt
-// returns (committed by it), and every record on the topic.
+// after the last restart and returns its transactions with those interrupt
+// returns (committed by it), in commit order, and every record on the topic.
 func interruptUnderLoad(t *testing.T, f *fixture, cycles int, interrupt func(*relayProc) []loadTx) ([]loadTx, []record) {
 	t.Helper()
 	cfg := f.config(t, nil)
@@ -40,6 +42,7 @@ func interruptUnderLoad(t *testing.T, f *fixture, cycles int, interrupt func(*re
 	}
 	time.Sleep(1500 * time.Millisecond)
 	txs := append(l.finish(t), extra...)
+	slices.SortStableFunc(txs, func(a, b loadTx) int { return cmp.Compare(a.lsnAfter, b.lsnAfter) })
 	n := 0
 	for _, tx := range txs {
 		n += len(tx.ids)
@@ -118,12 +121,16 @@ func TestSIGTERMMidTransaction(t *testing.T) {
 	var confirmed pglogrepl.LSN
 	var published int64
 	txs, recs := interruptUnderLoad(t, f, 1, func(r *relayProc) []loadTx {
-		before := testbedEnd(t, f.topic("orders"))
+		before := endOffset(t, f.topic("orders"))
 		ids := insertIDs(t, f.admin, fmt.Sprintf(`INSERT INTO %s.outbox (aggregatetype, aggregateid, payload)
 			SELECT 'orders', 'burst-' || (g %% 20), jsonb_build_object('g', g) FROM generate_series(1, %d) g ORDER BY g RETURNING id`, f.name, burst))
 		// SIGTERM once the relay has published part of the burst.
 		deadline := time.Now().Add(30 * time.Second)
-		for published = testbedEnd(t, f.topic("orders")) - before; published < seen && time.Now().Before(deadline); published = testbedEnd(t, f.topic("orders")) - before {
+		for {
+			published = endOffset(t, f.topic("orders")) - before
+			if published >= seen || time.Now().After(deadline) {
+				break
+			}
 			time.Sleep(5 * time.Millisecond)
 		}
 		after := walLSN(t, f.admin)
@@ -134,8 +141,8 @@ func TestSIGTERMMidTransaction(t *testing.T) {
 	checkOnce(t, "after SIGTERM mid-transaction and restart", txs, recs, []pglogrepl.LSN{confirmed})
 }
 
-// testbedEnd is the end offset of a single-partition topic.
-func testbedEnd(t *testing.T, topic string) int64 {
+// endOffset is the end offset of a single-partition topic.
+func endOffset(t *testing.T, topic string) int64 {
 	t.Helper()
 	return testbed.EndOffsets(t, topic)[0]
 }
