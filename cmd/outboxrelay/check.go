@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -94,15 +92,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Config warnings go to stderr as text; the checks themselves to stdout.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := config.Load(*path, os.LookupEnv)
+	cfg, err := loadConfig(*path, *brokers, log)
 	if err != nil {
-		return usageError{fmt.Errorf("loading %s: %w", *path, err)}
-	}
-	for _, w := range cfg.Warnings {
-		log.Warn("config: " + cfg.Scrub(w))
-	}
-	if err := cfg.SetDefaultBrokers(*brokers, os.LookupEnv); err != nil {
-		return usageError{errors.New(cfg.Scrub(err.Error()))}
+		return err
 	}
 	opts, producer, err := wire(cfg, log)
 	if err != nil {

@@ -55,6 +55,7 @@ const usage = `usage: outboxrelay <command> [flags]
 commands:
   run      stream the outbox to Kafka:  outboxrelay run --config connector.json [--http-addr :8080]
   check    check PostgreSQL and Kafka before streaming; exit 1 on any failed check
+  verify   compare the outbox table with the topics: missing, duplicated, out-of-order events
   sql      print the DDL to prepare a database (outbox table, publication, role, clean-up)
   version  print the version`
 
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "run":
 		return runRelay(ctx, args[1:], stderr)
+	case "verify":
+		return runVerify(ctx, args[1:], stdout, stderr)
 	case "check":
 		return runCheck(ctx, args[1:], stdout, stderr)
 	case "sql":
@@ -98,9 +101,9 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageError{err}
 	}
 
-	cfg, err := config.Load(*path, os.LookupEnv)
+	cfg, err := loadConfig(*path, *brokers, log)
 	if err != nil {
-		return usageError{fmt.Errorf("loading %s: %w", *path, err)}
+		return err
 	}
 	// Every error below may quote values; none may show a secret.
 	scrub := func(err error) error {
@@ -108,12 +111,6 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 			return nil
 		}
 		return errors.New(cfg.Scrub(err.Error()))
-	}
-	for _, w := range cfg.Warnings {
-		log.Warn("config: " + cfg.Scrub(w))
-	}
-	if err := cfg.SetDefaultBrokers(*brokers, os.LookupEnv); err != nil {
-		return usageError{scrub(err)}
 	}
 	relay, producer, err := wire(cfg, log)
 	if err != nil {
@@ -169,6 +166,23 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// loadConfig reads the connector file, logs its warnings (scrubbed of
+// secrets) and settles the Kafka bootstrap servers (flag, file, then
+// $KAFKA_BOOTSTRAP_SERVERS). Its errors are usage errors (exit code 2).
+func loadConfig(path, brokers string, log *slog.Logger) (*config.Config, error) {
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("loading %s: %w", path, err)}
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn("config: " + cfg.Scrub(w))
+	}
+	if err := cfg.SetDefaultBrokers(brokers, os.LookupEnv); err != nil {
+		return nil, usageError{errors.New(cfg.Scrub(err.Error()))}
+	}
+	return cfg, nil
 }
 
 // wire builds the components from the config, validating all of them

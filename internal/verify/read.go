@@ -67,10 +67,10 @@ func Outbox(ctx context.Context, conn *pgx.Conn, q OutboxQuery) ([]Event, error)
 // Topics reads every record of the topics, from the start of each
 // partition to its end at the time of the call, keeping the idHeader value
 // (Debezium's "id"), key and position. Missing topics count as empty.
-func Topics(ctx context.Context, brokers string, topics []string, idHeader string) ([]Delivery, error) {
+func Topics(ctx context.Context, dialer *kafka.Dialer, brokers string, topics []string, idHeader string) ([]Delivery, error) {
 	var out []Delivery
 	for _, topic := range topics {
-		conn, err := (&kafka.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp", brokers)
+		conn, err := dialer.DialContext(ctx, "tcp", brokers)
 		if err != nil {
 			return nil, fmt.Errorf("verify: dialing %s: %w", brokers, err)
 		}
@@ -83,7 +83,7 @@ func Topics(ctx context.Context, brokers string, topics []string, idHeader strin
 			return nil, fmt.Errorf("verify: partitions of %s: %w", topic, err)
 		}
 		for _, p := range parts {
-			ds, err := readPartition(ctx, brokers, topic, p.ID, idHeader)
+			ds, err := readPartition(ctx, dialer, brokers, topic, p.ID, idHeader)
 			if err != nil {
 				return nil, err
 			}
@@ -93,8 +93,8 @@ func Topics(ctx context.Context, brokers string, topics []string, idHeader strin
 	return out, nil
 }
 
-func readPartition(ctx context.Context, brokers, topic string, partition int, idHeader string) ([]Delivery, error) {
-	conn, err := kafka.DialLeader(ctx, "tcp", brokers, topic, partition)
+func readPartition(ctx context.Context, dialer *kafka.Dialer, brokers, topic string, partition int, idHeader string) ([]Delivery, error) {
+	conn, err := dialer.DialLeader(ctx, "tcp", brokers, topic, partition)
 	if err != nil {
 		return nil, fmt.Errorf("verify: leader of %s/%d: %w", topic, partition, err)
 	}
