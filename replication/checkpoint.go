@@ -88,6 +88,10 @@ func (c *Checkpoint) Begin(finalLSN pglogrepl.LSN) (*Tx, error) {
 	return t, nil
 }
 
+// FinalLSN is the LSN of the transaction's commit record, from its Begin.
+// It never changes, so it needs no lock.
+func (t *Tx) FinalLSN() pglogrepl.LSN { return t.finalLSN }
+
 // Add records n more records of the transaction that are about to be sent
 // to Kafka. Call it before sending, so that an acknowledgement can never
 // arrive for a record the checkpoint does not know about.

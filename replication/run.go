@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/outboxrelay/outboxrelay/router"
 )
@@ -306,8 +307,44 @@ func (s *session) finish(cause error) error {
 	if err := s.maybeStatus(fctx, true); err != nil && cause == nil {
 		cause = err
 	}
+	if s.streaming {
+		// Closing the socket now could kill the walsender in the middle of
+		// a write, before it reads the status update just sent: the slot
+		// would keep its older position and a restart would send again
+		// what Kafka already has. Ending the COPY makes the server read
+		// everything we sent first.
+		if err := endCopy(fctx, s.conn); err != nil {
+			s.log.Debug("stopping: ending the replication stream", "err", err)
+		}
+	}
 	s.log.Info("stream stopped", "confirmed", s.ck.Confirmed().String())
 	return cause
+}
+
+// endCopy sends CopyDone and reads, discarding the WAL still in flight,
+// until the server has ended the stream too (ReadyForQuery), ctx ends, or
+// the connection fails. The server handles our messages in order, so the
+// status update sent before CopyDone has been applied to the slot when it
+// answers.
+func endCopy(ctx context.Context, conn *pgconn.PgConn) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn.Frontend().Send(&pgproto3.CopyDone{})
+	if err := conn.Frontend().Flush(); err != nil {
+		return fmt.Errorf("sending CopyDone: %w", err)
+	}
+	for {
+		msg, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for the end of the stream: %w", err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ReadyForQuery:
+			return nil
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("ending the stream: %w", pgconn.ErrorResponseToPgError(m))
+		}
+	}
 }
 
 // snapshot emits the rows of an exported snapshot as snapshot reads and

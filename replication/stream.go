@@ -60,6 +60,10 @@ type Options struct {
 	StandbyPoll time.Duration
 }
 
+// drainLimit bounds how long a stop waits for the transaction being read
+// to end (see session.loop).
+const drainLimit = 10 * time.Second
+
 // errStop reports an orderly end of streaming requested by the mode
 // (initial_only) rather than by an error.
 var errStop = errors.New("stop requested")
@@ -95,8 +99,30 @@ type session struct {
 
 // loop receives until ctx ends, the server goes away, or a row or ack
 // fails. The receive deadline doubles as the status timer.
-func (s *session) loop(ctx context.Context) error {
+//
+// A stop (ctx cancelled) between transactions returns at once. In the middle
+// of one it first reads on to that transaction's Commit, for at most
+// drainLimit, so that the records already sent for it are confirmed and a
+// restart does not send them again; past the limit the transaction is
+// abandoned and sent again, whole, after the restart.
+func (s *session) loop(stop context.Context) error {
+	ctx := stop
 	for {
+		if stop.Err() != nil {
+			if s.tx == nil {
+				return stop.Err()
+			}
+			if ctx == stop {
+				s.log.Info("stopping: reading to the end of the current transaction first", "lsn", s.tx.FinalLSN().String(), "limit", drainLimit.String())
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(context.Background(), drainLimit)
+				defer cancel()
+			}
+			if ctx.Err() != nil {
+				s.log.Warn("stopping: the current transaction did not end in time; it will be sent again, whole, after a restart", "lsn", s.tx.FinalLSN().String())
+				return stop.Err()
+			}
+		}
 		if err := s.ck.Err(); err != nil {
 			return err
 		}
@@ -123,11 +149,8 @@ func (s *session) loop(ctx context.Context) error {
 		raw, err := s.conn.ReceiveMessage(rctx)
 		cancel()
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if pgconn.Timeout(err) {
-				continue
+			if stop.Err() != nil || pgconn.Timeout(err) {
+				continue // the top of the loop decides
 			}
 			return fmt.Errorf("receiving WAL: %w", err)
 		}

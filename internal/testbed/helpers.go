@@ -60,13 +60,16 @@ func DropSlot(t testing.TB, conn *pgx.Conn, slot string) {
 	Exec(t, conn, fmt.Sprintf(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '%s' AND NOT active`, slot))
 }
 
-// WaitSlotActive waits until a walsender streams from the slot.
+// WaitSlotActive waits until a walsender holds the slot and the slot has
+// its consistent point. A slot being created is active before that: rows
+// committed then precede the point, and snapshot.mode=no_data rightly never
+// sends them, so a test that inserted at that moment would wait in vain.
 func WaitSlotActive(t testing.TB, conn *pgx.Conn, slot string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		var active bool
-		err := conn.QueryRow(context.Background(), `SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
+		err := conn.QueryRow(context.Background(), `SELECT active AND confirmed_flush_lsn IS NOT NULL FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&active)
 		if err == nil && active {
 			return
 		}
