@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,16 @@ type usageError struct{ error }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// A CPU profile of the whole run, for performance work: set
+	// OUTBOXRELAY_CPUPROFILE=/path/cpu.pprof, read it with go tool pprof.
+	if path := os.Getenv("OUTBOXRELAY_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
