@@ -2,7 +2,7 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test unit build bench down
+.PHONY: demo test unit build bench bench-relay soak down
 demo:
 	scripts/demo
 
@@ -18,6 +18,10 @@ build:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./router/ ./replication/ ./sink/
+
+# outboxrelay against pg_recvlogical: 1M-event backlogs and a steady rate (scripts/bench).
+bench-relay:
+	scripts/bench
 
 down:
 	scripts/devenv down
