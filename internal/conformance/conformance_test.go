@@ -164,9 +164,16 @@ func startConnect(t *testing.T, root string) (url, info string) {
 		return u, versions
 	}
 	script := filepath.Join(root, "scripts", "debezium")
-	running := exec.Command(script, "status").Run() == nil
+	// A worker of our own, in its own state directory: concurrent runs on a
+	// shared machine must not find, reuse or stop each other's.
+	state, err := os.MkdirTemp("", "outboxrelay-conformance-connect-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "OUTBOXRELAY_DEBEZIUM_DIR="+state)
 	t0 := time.Now()
 	cmd := exec.Command(script, "up")
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -174,19 +181,16 @@ func startConnect(t *testing.T, root string) (url, info string) {
 		t.Fatalf("scripts/debezium up: %v\n%s", err, stderr.String())
 	}
 	t.Cleanup(func() {
-		if running {
-			return // not ours to stop
-		}
-		if out, err := exec.Command(script, "down").CombinedOutput(); err != nil {
+		down := exec.Command(script, "down")
+		down.Env = env
+		if out, err := down.CombinedOutput(); err != nil {
 			t.Errorf("scripts/debezium down: %v\n%s", err, out)
 		}
+		os.RemoveAll(state)
 	})
 	m := regexp.MustCompile(`OUTBOXRELAY_DEBEZIUM_URL='([^']+)'`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("scripts/debezium up printed no URL: %s", out)
-	}
-	if running {
-		return string(m[1]), versions
 	}
 	return string(m[1]), fmt.Sprintf("%s; started by the test, REST up %.1f s after launch", versions, time.Since(t0).Seconds())
 }
