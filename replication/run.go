@@ -234,8 +234,8 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	log.Info("connected", "server_version_num", srv.VersionNum, "slot", cfg.Slot, "slot_exists", srv.Slot.Exists, "slot_confirmed_flush", srv.Slot.ConfirmedFlush.String())
 	s := &session{
 		opt: opt, cfg: cfg, log: log, conn: repl, pg: conn, budget: budget,
-		rels:     NewRelations(),
-		nullable: map[uint32][]bool{},
+		rels:    NewRelations(),
+		catalog: map[uint32]relCatalog{},
 	}
 
 	start := srv.Slot.ConfirmedFlush

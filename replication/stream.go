@@ -81,14 +81,13 @@ type session struct {
 	budget *Budget
 
 	rels *Relations
-	// nullable holds, per outbox relation, whether each column (in the
-	// Relation message's order) accepts NULL: pgoutput does not say, and
-	// JsonConverter schemas show it as "optional".
-	nullable map[uint32][]bool
-	msg      Message
-	ev       router.Event
-	records  []router.Record
-	tx       *Tx // the transaction being decoded, nil between Commit and Begin
+	// catalog holds what pgoutput does not say about each outbox relation
+	// (see relCatalog), read once per Relation message.
+	catalog map[uint32]relCatalog
+	msg     Message
+	ev      router.Event
+	records []router.Record
+	tx      *Tx // the transaction being decoded, nil between Commit and Begin
 
 	streaming     bool // START_REPLICATION sent: status updates may flow
 	lastStatus    time.Time
@@ -231,11 +230,11 @@ func (s *session) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) e
 	case MessageRelation:
 		rel := s.rels.Put(&m.Relation)
 		if s.cfg.Includes(rel.Namespace, rel.Name) {
-			n, err := columnNullability(ctx, s.pg, rel)
+			info, err := readRelCatalog(ctx, s.pg, rel)
 			if err != nil {
 				return err
 			}
-			s.nullable[rel.ID] = n
+			s.catalog[rel.ID] = info
 		}
 	case MessageInsert:
 		return s.row(ctx, at, router.OpCreate, m.Insert.RelationID, &m.Insert.New, nil, OldTupleNone)
@@ -282,12 +281,14 @@ func (s *session) row(ctx context.Context, at pglogrepl.LSN, op router.Op, relID
 	ev.Table = rel.QualifiedName()
 	ev.ProcessedAt = time.Now()
 	ev.Position++
-	ev.Columns = bindColumns(ev.Columns[:0], rel, t, s.nullable[relID])
+	info := s.catalog[relID]
+	ev.Columns = bindColumns(ev.Columns[:0], rel, t, info.nullable, nil)
 	ev.KeyChanged = false
 	ev.OldKeyColumns = ev.OldKeyColumns[:0]
 	if old != nil {
-		ev.OldKeyColumns = bindColumns(ev.OldKeyColumns, rel, old, s.nullable[relID])
-		ev.KeyChanged = oldKind == OldTupleKey || keyChanged(rel, t, old)
+		key := info.keyColumns(rel)
+		ev.OldKeyColumns = bindColumns(ev.OldKeyColumns, rel, old, info.nullable, key)
+		ev.KeyChanged = keyChanged(t, old, key)
 	}
 	return s.route(ctx, ev)
 }
@@ -444,8 +445,12 @@ func skipReason(op router.Op) string {
 
 // bindColumns pairs a tuple's values with the relation's column names and
 // types. Values alias the frame: valid until the next message.
-func bindColumns(dst []router.Column, rel *Relation, t *Tuple, nullable []bool) []router.Column {
+// With only, it binds just the columns marked there.
+func bindColumns(dst []router.Column, rel *Relation, t *Tuple, nullable, only []bool) []router.Column {
 	for i, c := range t.Columns {
+		if only != nil && (i >= len(only) || !only[i]) {
+			continue
+		}
 		rc := &rel.Columns[i]
 		v := router.Value{OID: rc.TypeOID}
 		switch c.Kind {
@@ -463,43 +468,73 @@ func bindColumns(dst []router.Column, rel *Relation, t *Tuple, nullable []bool) 
 	return dst
 }
 
-// columnNullability reads pg_attribute.attnotnull for a relation's columns,
-// in the order of its Relation message.
-func columnNullability(ctx context.Context, conn *pgx.Conn, rel *Relation) ([]bool, error) {
-	rows, err := conn.Query(ctx, `SELECT attname, NOT attnotnull FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, rel.ID)
-	if err != nil {
-		return nil, fmt.Errorf("reading column nullability of %s: %w", rel.QualifiedName(), err)
-	}
-	byName := map[string]bool{}
-	var name string
-	var nullable bool
-	_, err = pgx.ForEachRow(rows, []any{&name, &nullable}, func() error {
-		byName[name] = nullable
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading column nullability of %s: %w", rel.QualifiedName(), err)
-	}
-	out := make([]bool, len(rel.Columns))
-	for i, c := range rel.Columns {
-		out[i] = byName[c.Name]
-	}
-	return out, nil
+// relCatalog is what pgoutput does not send about a relation's columns, in
+// the order of its Relation message: whether each accepts NULL
+// (JsonConverter schemas show it as "optional"), and whether it is part of
+// the primary key (Debezium's record key, whatever the replica identity).
+type relCatalog struct {
+	nullable []bool
+	primary  []bool
 }
 
-// keyChanged reports whether an UPDATE with a full old row (REPLICA
-// IDENTITY FULL, kind 'O') changed a key column. The caller treats kind 'K'
-// as a change by itself: pgoutput sends a key-only old tuple only when a
-// replica-identity column changed.
-func keyChanged(rel *Relation, newT, old *Tuple) bool {
-	if len(old.Columns) != len(newT.Columns) {
-		return true
+// keyColumns marks the columns that identify a row: the primary key, or,
+// for a table without one, the replica identity the Relation message flags.
+// With REPLICA IDENTITY FULL pgoutput flags every column, so the primary
+// key must come from the catalog: otherwise every update would look like
+// a key change.
+func (c relCatalog) keyColumns(rel *Relation) []bool {
+	for _, p := range c.primary {
+		if p {
+			return c.primary
+		}
 	}
+	key := make([]bool, len(rel.Columns))
 	for i, rc := range rel.Columns {
-		if !rc.Key {
+		key[i] = rc.Key
+	}
+	return key
+}
+
+// readRelCatalog reads nullability and primary-key membership of a
+// relation's columns.
+func readRelCatalog(ctx context.Context, conn *pgx.Conn, rel *Relation) (relCatalog, error) {
+	rows, err := conn.Query(ctx, `SELECT a.attname, NOT a.attnotnull, coalesce(a.attnum = ANY(i.indkey), false)
+		FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, rel.ID)
+	if err != nil {
+		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
+	}
+	type attr struct{ nullable, primary bool }
+	byName := map[string]attr{}
+	var name string
+	var a attr
+	if _, err = pgx.ForEachRow(rows, []any{&name, &a.nullable, &a.primary}, func() error {
+		byName[name] = a
+		return nil
+	}); err != nil {
+		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
+	}
+	c := relCatalog{nullable: make([]bool, len(rel.Columns)), primary: make([]bool, len(rel.Columns))}
+	for i, col := range rel.Columns {
+		c.nullable[i] = byName[col.Name].nullable
+		c.primary[i] = byName[col.Name].primary
+	}
+	return c, nil
+}
+
+// keyChanged reports whether an UPDATE changed the row's key. The old
+// tuple ('K' key-only or 'O' full) carries the old key values; a key column
+// it does not carry ('n' in a 'K' tuple of another replica identity) cannot
+// be compared and counts as unchanged.
+func keyChanged(newT, old *Tuple, key []bool) bool {
+	for i := range key {
+		if !key[i] || i >= len(old.Columns) || i >= len(newT.Columns) {
 			continue
 		}
 		o, n := old.Columns[i], newT.Columns[i]
+		if o.Kind == ColumnNull && n.Kind != ColumnNull {
+			continue
+		}
 		if o.Kind != n.Kind || string(o.Data) != string(n.Data) {
 			return true
 		}

@@ -298,3 +298,25 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatalf("heartbeat.action.query ran %d times (err %v); want at least 3", rows, err)
 	}
 }
+
+// TestReplicaIdentityFull pins a bug: with REPLICA IDENTITY FULL pgoutput
+// flags every column as key, so comparing "key" columns made every update
+// look like a primary-key change and published it. Only a change of the
+// primary key (from the catalog) routes the update's create half.
+func TestReplicaIdentityFull(t *testing.T) {
+	f := newStreamFixture(t, nil)
+	testbed.Exec(t, f.admin, `ALTER TABLE `+f.name+`.outbox REPLICA IDENTITY FULL`)
+	sink := &holdingSink{}
+	f.run(t, sink)
+	f.insert(t, 1, "k")
+	testbed.Exec(t, f.admin,
+		`UPDATE `+f.name+`.outbox SET type = 'changed'`, // not a key change: skipped (table.op.invalid.behavior=warn)
+		`UPDATE `+f.name+`.outbox SET id = id + 100`,    // a key change: its create half is routed
+	)
+	f.insert(t, 1, "end")
+	waitFor(t, "the last insert", 20*time.Second, func() bool { return len(sink.sent()) >= 3 })
+	time.Sleep(300 * time.Millisecond)
+	if got := sink.sent(); len(got) != 3 {
+		t.Fatalf("sent %d records (%v); want 3: the insert, the key-changing update, the last insert", len(got), got)
+	}
+}

@@ -122,8 +122,13 @@ func goldenCases() []goldenCase {
 			ev: outboxRow("orders/eu", "1", "paid", `{}`)},
 		{name: "error-missing-payload-column", about: "a configured column the table lacks is a clear error (spec 1, spec 4 ALTER TABLE)",
 			ev: without(ordersRow(), "payload")},
-		{name: "update-key-changed", about: "an update that changed the primary key is a delete plus a create: the create is routed (spec 4)",
-			ev: func() *Event { e := ordersRow(); e.Op = OpUpdate; e.KeyChanged = true; return e }()},
+		{name: "update-key-changed", about: "an update that changed the primary key is a delete plus a create: the create is routed (spec 4), with the old key in a __debezium.oldkey header first, as Debezium's connector adds it",
+			ev: func() *Event {
+				e := ordersRow()
+				e.Op, e.KeyChanged = OpUpdate, true
+				e.OldKeyColumns = []Column{{Name: "message_id", Value: Value{OID: 2950, Text: []byte("0195a3f2-0000-7000-8000-000000000001")}}}
+				return e
+			}()},
 		{name: "snapshot-read", about: "a snapshot read (op r) is routed like an insert; without a commit time the processing time is the timestamp (spec 2)",
 			ev: func() *Event { e := ordersRow(); e.Op = OpRead; e.CommitTime = time.Time{}; return e }()},
 	}
@@ -194,6 +199,9 @@ func renderGolden(t *testing.T, gc goldenCase, base map[string]string) []byte {
 	fmt.Fprintf(&b, ", commit time %s\n", showTime(ev.CommitTime))
 	for _, c := range ev.Columns {
 		fmt.Fprintf(&b, "  %-18s %-11s %s\n", c.Name, oidName(c.Value.OID), showValue(c.Value))
+	}
+	for _, c := range ev.OldKeyColumns {
+		fmt.Fprintf(&b, "  old key: %-9s %-11s %s\n", c.Name, oidName(c.Value.OID), showValue(c.Value))
 	}
 
 	cfg, warnings, err := ParseConfig(m)

@@ -249,6 +249,15 @@ func (r *Router) timestamp(ev *Event, eid string) (time.Time, error) {
 // header placements) and returns the partition a partition placement
 // chose, or -1.
 func (r *Router) appendHeaders(ev *Event, idValue []byte, eid string) (int, error) {
+	// The create half of a key-changing update carries the old key, as
+	// Debezium's PostgreSQL connector adds it, before everything else.
+	if ev.Op == OpUpdate && ev.KeyChanged && len(ev.OldKeyColumns) > 0 {
+		old, err := r.arena(r.appendOldKey(r.buf, ev))
+		if err != nil {
+			return -1, r.rowError(ev, eid, "", "", "rendering the old key: "+err.Error())
+		}
+		r.headers = append(r.headers, Header{Key: "__debezium.oldkey", Value: old})
+	}
 	r.headers = append(r.headers, r.contextHeaders...)
 	r.appendTraceHeaders(ev, eid)
 	r.headers = append(r.headers, Header{Key: "id", Value: idValue})
@@ -278,6 +287,24 @@ func (r *Router) appendHeaders(ev *Event, idValue []byte, eid string) (int, erro
 		}
 	}
 	return partition, nil
+}
+
+// appendOldKey renders the old key columns as SimpleHeaderConverter
+// writes a key Struct: a JSON object in column order.
+func (r *Router) appendOldKey(dst []byte, ev *Event) ([]byte, error) {
+	dst = append(dst, '{')
+	for i, c := range ev.OldKeyColumns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, []byte(c.Name))
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendJSONValue(dst, c.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // placementColumn returns the column of placement i; nil without error
