@@ -1,0 +1,134 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
+
+// privateCluster starts a throwaway PostgreSQL cluster for one test, with
+// conf appended to its postgresql.conf, and returns its port on 127.0.0.1.
+// It is for settings the shared bed cannot take (wal_level needs a
+// restart). It runs as the postgres OS user, as scripts/devenv does, with
+// trust authentication; the cluster is stopped and removed at the end of
+// the test. Without root, a postgres user or the server binaries the test
+// is skipped (failed with OUTBOXRELAY_REQUIRE_SERVICES=1).
+func privateCluster(t *testing.T, conf string) int {
+	t.Helper()
+	unavailable := func(format string, args ...any) {
+		t.Helper()
+		if testbed.Required() {
+			t.Fatalf("a private PostgreSQL cluster: "+format, args...)
+		}
+		t.Skipf("skipping: a private PostgreSQL cluster: "+format, args...)
+	}
+	if os.Geteuid() != 0 {
+		unavailable("needs root, to run initdb as the postgres OS user")
+	}
+	pgUser, err := user.Lookup("postgres")
+	if err != nil {
+		unavailable("no postgres OS user (scripts/devenv up makes it): %v", err)
+	}
+	bin := postgresBinDir(t)
+	if bin == "" {
+		unavailable("no PostgreSQL server binaries (scripts/devenv up installs them)")
+	}
+	uid, _ := strconv.Atoi(pgUser.Uid)
+	gid, _ := strconv.Atoi(pgUser.Gid)
+
+	// Not t.TempDir: its parent is private to root.
+	dir, err := os.MkdirTemp("", "outboxrelay-e2e-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	asPostgres(t, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	extra := strings.Join([]string{
+		"listen_addresses = '127.0.0.1'",
+		"port = " + strconv.Itoa(port),
+		"unix_socket_directories = '" + dir + "'",
+		"fsync = off",
+		"logging_collector = off",
+		conf,
+	}, "\n") + "\n"
+	pgConf, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pgConf.WriteString(extra)
+	if cerr := pgConf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgCtl := filepath.Join(bin, "pg_ctl")
+	asPostgres(t, pgCtl, "-D", data, "-l", filepath.Join(dir, "postgres.log"), "-w", "-t", "30", "start")
+	t.Cleanup(func() {
+		cmd := exec.Command("runuser", "-u", "postgres", "--", pgCtl, "-D", data, "-m", "immediate", "-w", "stop")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("clean-up: stopping the private cluster in %s: %v\n%s", data, err, out)
+		}
+	})
+	return port
+}
+
+// postgresBinDir is the newest /usr/lib/postgresql/*/bin with a server,
+// or pg_config's bindir; "" when there is none.
+func postgresBinDir(t *testing.T) string {
+	t.Helper()
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		d := strings.TrimSpace(string(out))
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool {
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
+		return vi < vj
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
+			return dirs[i]
+		}
+	}
+	return ""
+}
+
+// asPostgres runs a command as the postgres OS user, failing the test
+// with its output when it fails or takes over a minute.
+func asPostgres(t *testing.T, name string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out.String())
+	}
+}
