@@ -106,3 +106,18 @@ func TestCompare(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeSurrogateEscapes(t *testing.T) {
+	cases := map[string]string{
+		`{"e":"\uD83D\uDE42"}`:   `{"e":"🙂"}`,
+		`{"e":"\ud83d\ude42x"}`:  `{"e":"🙂x"}`,
+		`{"e":"\\uD83D\\uDE42"}`: `{"e":"\\uD83D\\uDE42"}`, // escaped backslashes, not escapes
+		`{"e":"\u00e9\n\uD83D"}`: `{"e":"\u00e9\n\uD83D"}`, // BMP escapes and a lone surrogate stay
+		`"ключ"`:                 `"ключ"`,
+	}
+	for in, want := range cases {
+		if got := string(decodeSurrogateEscapes([]byte(in))); got != want {
+			t.Errorf("decodeSurrogateEscapes(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
