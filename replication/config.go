@@ -42,6 +42,12 @@ type Config struct {
 
 	Slot           string // slot.name, default debezium
 	DropSlotOnStop bool   // slot.drop.on.stop, default false
+	// SlotMaxRetries and SlotRetryDelay (slot.max.retries, default 6;
+	// slot.retry.delay.ms, default 10000, as Debezium) bound the wait for a
+	// slot that another connection still holds, e.g. the walsender of a
+	// relay that just died, before the relay gives up with an error.
+	SlotMaxRetries int
+	SlotRetryDelay time.Duration
 
 	Publication string // publication.name, default dbz_publication
 	AutoCreate  string // publication.autocreate.mode, default all_tables
@@ -92,6 +98,14 @@ func ParseConfig(m map[string]string) (Config, error) {
 	if c.DropSlotOnStop, err = boolKey(m, "slot.drop.on.stop", false); err != nil {
 		errs = append(errs, err)
 	}
+	if c.SlotMaxRetries, err = intKey(m, "slot.max.retries", 6); err != nil {
+		errs = append(errs, err)
+	}
+	var delayMS int
+	if delayMS, err = intKey(m, "slot.retry.delay.ms", 10000); err != nil {
+		errs = append(errs, err)
+	}
+	c.SlotRetryDelay = time.Duration(delayMS) * time.Millisecond
 	var ms int
 	if ms, err = intKey(m, "heartbeat.interval.ms", 0); err != nil {
 		errs = append(errs, err)
@@ -153,6 +167,9 @@ func (c *Config) Validate() error {
 	}
 	if !validSlotName(c.Slot) {
 		errs = append(errs, fmt.Errorf("slot.name %q is not a valid replication slot name: use lower-case letters, digits and underscores, at most 63", c.Slot))
+	}
+	if c.SlotMaxRetries < 0 || c.SlotRetryDelay < 0 {
+		errs = append(errs, fmt.Errorf("slot.max.retries and slot.retry.delay.ms must not be negative (defaults 6 and 10000)"))
 	}
 	if c.StatusInterval <= 0 {
 		errs = append(errs, fmt.Errorf("status.update.interval.ms must be positive (default 10000)"))

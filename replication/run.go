@@ -52,7 +52,7 @@ func Run(ctx context.Context, opt Options) error {
 	// confirmed carries what earlier sessions confirmed into the next, in
 	// case the last status update never reached the server.
 	var confirmed pglogrepl.LSN
-	var slotBusySince time.Time
+	slotBusy := 0 // consecutive sessions that found the slot active
 	var failingSince time.Time
 	backoff := 500 * time.Millisecond
 	// lock is the failover lock's connection, kept across sessions while it
@@ -81,21 +81,21 @@ func Run(ctx context.Context, opt Options) error {
 		}
 		// The slot may still look active for a moment after our own
 		// previous connection (or process) died: the server notices a dead
-		// walsender client quickly but not at once. Wait up to 30 s for it
-		// before calling the slot taken by someone else.
-		busy := errors.Is(err, ErrSlotInUse)
-		if busy && slotBusySince.IsZero() {
-			slotBusySince = time.Now()
+		// walsender client quickly but not at once. Retry as Debezium does
+		// (slot.max.retries × slot.retry.delay.ms) before calling the slot
+		// taken by someone else.
+		if errors.Is(err, ErrSlotInUse) {
+			slotBusy++
+		} else {
+			slotBusy = 0
 		}
-		if !busy {
-			slotBusySince = time.Time{}
-		}
-		if busy && time.Since(slotBusySince) < 30*time.Second {
-			opt.Log.Info("replication: slot still active, waiting for it to be released", "err", err)
+		if slotBusy > 0 && slotBusy <= opt.Config.SlotMaxRetries {
+			opt.Log.Info("replication: slot still active, waiting for it to be released",
+				"err", err, "retry", slotBusy, "of", opt.Config.SlotMaxRetries, "delay", opt.Config.SlotRetryDelay.String())
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(time.Second):
+			case <-time.After(opt.Config.SlotRetryDelay):
 			}
 			continue
 		}

@@ -320,7 +320,7 @@ func (r *Router) placementColumn(ev *Event, i int, eid string) (*Column, error) 
 
 func partitionOf(v Value) (int, error) {
 	if !isInteger(v.OID) {
-		return 0, fmt.Errorf("a partition placement needs an integer column (smallint, integer or bigint); this one has type OID %d", v.OID)
+		return 0, fmt.Errorf("a partition placement needs an integer column (smallint, integer or bigint); this one has type %s", typeName(v.OID))
 	}
 	if v.Null {
 		return 0, fmt.Errorf("the partition is NULL; give every row a partition or drop the partition placement")

@@ -185,7 +185,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 func loadConfig(path, brokers string, log *slog.Logger) (*config.Config, error) {
 	cfg, err := config.Load(path, os.LookupEnv)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("loading %s: %w", path, err)}
+		return nil, usageError{fmt.Errorf("loading %w", err)} // config errors start with the path
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn("config: " + cfg.Scrub(w))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -64,7 +65,12 @@ func (e *KeyError) Error() string {
 func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading connector config: %w", err)
+		// Every error of Load starts with the path, as KeyError does.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: %s: %w", path, pe.Op, pe.Err)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return Parse(data, path, env)
 }

@@ -500,22 +500,23 @@ func holdSlot(t *testing.T, f *fixture) uint32 {
 
 // TestBadInputSlotHeld: another connection streams from the slot. The
 // relay waits for it to be released (its own previous walsender may still
-// be exiting) for 30 s, a fixed wait in replication.Run, and then stops
-// naming the pid and the pg_terminate_backend that ends it.
+// be exiting) slot.max.retries times, slot.retry.delay.ms apart, as
+// Debezium does, and then stops naming the pid and the pg_terminate_backend
+// that ends it.
 func TestBadInputSlotHeld(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "slotheld")
 	pid := holdSlot(t, f)
 	started := time.Now()
-	r := startRelay(t, f.config(t, nil))
+	r := startRelay(t, f.config(t, map[string]string{"slot.max.retries": "3", "slot.retry.delay.ms": "500"}))
 	code, msg := waitRelayExit(t, r, 60*time.Second)
 	took := time.Since(started)
 	want := fmt.Sprintf(`preflight: replication slot is held by another connection: slot %q is active on backend pid %d: stop the other consumer (another outboxrelay or Debezium), or end it with SELECT pg_terminate_backend(%d);`,
 		f.name, pid, pid)
 	wantExit(t, code, msg, 1, want)
 	t.Logf("the relay gave up after %s", took.Round(100*time.Millisecond))
-	if took < 25*time.Second || took > 50*time.Second {
-		t.Errorf("the relay gave up after %s; want about 30 s of waiting for the slot", took)
+	if took < 1500*time.Millisecond || took > 20*time.Second {
+		t.Errorf("the relay gave up after %s; want about 3 retries 500 ms apart", took)
 	}
 	if !strings.Contains(r.log(), "slot still active, waiting for it to be released") {
 		t.Errorf("the relay did not log that it waits for the slot")
