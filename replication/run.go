@@ -146,7 +146,7 @@ func acquireLock(ctx context.Context, opt *Options) (*pgx.Conn, error) {
 	cfg := opt.Config
 	conn, err := pgx.Connect(ctx, cfg.DSN(false))
 	if err != nil {
-		return nil, connectError("failover lock: connecting", cfg, err)
+		return nil, connectError("connecting", cfg, err)
 	}
 	standby := false
 	for {

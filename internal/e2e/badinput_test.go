@@ -440,7 +440,7 @@ func TestBadInputWrongPassword(t *testing.T) {
 	r := startRelay(t, f.config(t, map[string]string{"database.password": wrong}))
 	code, msg := waitRelayExit(t, r, 30*time.Second)
 	host, port := testbed.PostgresHostPort(t)
-	want := fmt.Sprintf("failover lock: connecting to %s:%d/order_db as debezium: failed to connect to `user=debezium database=order_db`: %s:%d (%s): failed SASL auth: FATAL: password authentication failed for user \"debezium\" (SQLSTATE 28P01); check database.user and database.password",
+	want := fmt.Sprintf("connecting to %s:%d/order_db as debezium: failed to connect to `user=debezium database=order_db`: %s:%d (%s): failed SASL auth: FATAL: password authentication failed for user \"debezium\" (SQLSTATE 28P01); check database.user and database.password",
 		host, port, host, port, host)
 	wantExit(t, code, msg, 1, want)
 	if strings.Contains(r.log(), wrong) {
