@@ -24,7 +24,7 @@ type inserter struct {
 // InsertResult is what an insert phase measured.
 type InsertResult struct {
 	Start, End time.Time
-	LastLSN    pglogrepl.LSN // insert LSN right after the last commit (see insertLSN)
+	LastLSN    pglogrepl.LSN // the latest workers' last-COMMIT LSN (see lastTxSQL)
 	LagMax     time.Duration // steady: worst commit time behind schedule
 }
 
@@ -54,6 +54,37 @@ func execSQL(ctx context.Context, c *pgx.Conn, sql string) error {
 	return err
 }
 
+// lastTxSQL is a worker's last transaction, made explicit so that it reads
+// pg_current_wal_insert_lsn() right before its COMMIT: the position where
+// the commit record goes (later when other sessions write WAL in between).
+// Any relay that confirmed the transaction has confirmed at least that, and
+// unlike the insert position read after the COMMIT it does not move with
+// WAL that other sessions on a shared server write afterwards (a relay that
+// confirms only at its last event, like Debezium without heartbeats, never
+// reaches that).
+func lastTxSQL(insert string) string {
+	return "BEGIN;" + insert + ";SELECT pg_current_wal_insert_lsn()::text;COMMIT;"
+}
+
+// execLast runs a query string that ends with lastTxSQL and returns the
+// LSN its SELECT read.
+func execLast(ctx context.Context, c *pgx.Conn, sql string) (pglogrepl.LSN, error) {
+	res, err := c.PgConn().Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return 0, err
+	}
+	for i := len(res) - 1; i >= 0; i-- {
+		if len(res[i].Rows) == 1 && len(res[i].Rows[0]) == 1 {
+			l, err := pglogrepl.ParseLSN(string(res[i].Rows[0][0]))
+			if err != nil {
+				return 0, fmt.Errorf("parsing pg_current_wal_insert_lsn %q: %w", res[i].Rows[0][0], err)
+			}
+			return l, nil
+		}
+	}
+	return 0, errors.New("the last transaction returned no pg_current_wal_insert_lsn")
+}
+
 // backlog inserts every transaction as fast as it can: worker k runs
 // transactions k, k+W, k+2W, …, txPerTrip of them per round trip as
 // explicit BEGIN; INSERT …; COMMIT; blocks of one query string, so each
@@ -77,25 +108,32 @@ func (in *inserter) backlog(ctx context.Context, txPerTrip int) (InsertResult, e
 			for t := int64(k); t < txs; {
 				sb.Reset()
 				var rows int64
+				last := false
 				for n := 0; n < txPerTrip && t < txs; n++ {
-					if txPerTrip > 1 {
-						sb.WriteString("BEGIN;")
-					}
-					sb.WriteString(in.w.TxSQL(in.table, t))
-					sb.WriteByte(';')
-					if txPerTrip > 1 {
-						sb.WriteString("COMMIT;")
+					switch {
+					case t+W >= txs:
+						last = true
+						sb.WriteString(lastTxSQL(in.w.TxSQL(in.table, t)))
+					case txPerTrip > 1:
+						sb.WriteString("BEGIN;" + in.w.TxSQL(in.table, t) + ";COMMIT;")
+					default:
+						sb.WriteString(in.w.TxSQL(in.table, t) + ";")
 					}
 					rows += min(int64(in.w.RowsPerTx), in.w.Events-t*int64(in.w.RowsPerTx))
 					t += W
 				}
-				if err := execSQL(ctx, c, sb.String()); err != nil {
+				var err error
+				if last {
+					lsns[k], err = execLast(ctx, c, sb.String())
+				} else {
+					err = execSQL(ctx, c, sb.String())
+				}
+				if err != nil {
 					errs[k] = fmt.Errorf("inserting into %s: %w", in.table, err)
 					return
 				}
 				in.inserted.Add(rows)
 			}
-			lsns[k], errs[k] = insertLSN(ctx, c)
 		})
 	}
 	wg.Wait()
@@ -131,7 +169,13 @@ func (in *inserter) steady(ctx context.Context, rate float64) (InsertResult, err
 	for k, c := range conns {
 		wg.Go(func() {
 			for t := range queues[k] {
-				if err := execSQL(ctx, c, in.w.TxSQL(in.table, t)); err != nil {
+				var err error
+				if t+int64(len(conns)) >= txs {
+					lsns[k], err = execLast(ctx, c, lastTxSQL(in.w.TxSQL(in.table, t)))
+				} else {
+					err = execSQL(ctx, c, in.w.TxSQL(in.table, t))
+				}
+				if err != nil {
 					errs[k] = fmt.Errorf("inserting into %s: %w", in.table, err)
 					cancel()
 					for range queues[k] { // let the pacer finish
@@ -141,7 +185,6 @@ func (in *inserter) steady(ctx context.Context, rate float64) (InsertResult, err
 				in.inserted.Add(min(int64(in.w.RowsPerTx), in.w.Events-t*int64(in.w.RowsPerTx)))
 				lags[k] = max(lags[k], time.Since(res.Start)-dueAt(t, in.w.RowsPerTx, rate))
 			}
-			lsns[k], errs[k] = insertLSN(ctx, c)
 		})
 	}
 	errs[len(conns)] = pace(ctx, res.Start, txs, in.w.RowsPerTx, rate, queues)

@@ -47,10 +47,11 @@ type options struct {
 	duration time.Duration
 	warmup   time.Duration
 
-	timeout  time.Duration
-	quiet    time.Duration
-	progress time.Duration
-	logLevel slog.Level
+	timeout        time.Duration
+	confirmTimeout time.Duration
+	quiet          time.Duration
+	progress       time.Duration
+	logLevel       slog.Level
 
 	workload Workload
 	topics   []string
@@ -92,6 +93,7 @@ func (o *options) register(fl *flag.FlagSet) {
 	fl.StringVar(&o.relayLog, "relay-log", filepath.Join(os.TempDir(), "outboxbench-relay.log"), "the relay's stdout and stderr")
 	fl.DurationVar(&o.stopGrace, "stop-grace", 30*time.Second, "time the relay gets to exit after SIGTERM before SIGKILL")
 	fl.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up waiting for events (missing ones are reported) after this long")
+	fl.DurationVar(&o.confirmTimeout, "confirm-timeout", 90*time.Second, "after the last event arrived, wait at most this long for --slot to confirm the run's last COMMIT (then confirm_timeout is reported)")
 	fl.DurationVar(&o.quiet, "quiet", time.Second, "keep consuming this long after the last event, to count late duplicates")
 	if o.mode == "backlog" {
 		o.registerBacklog(fl, "recvlogical-slot", "also time pg_recvlogical on the same backlog from this fresh slot (made before the insert, dropped after)", "keep-recvlogical-slot")

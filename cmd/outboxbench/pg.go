@@ -112,23 +112,6 @@ func slotState(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN,
 	return l, active, nil
 }
 
-// insertLSN is the current WAL insert position. Read on an inserting
-// connection right after its last COMMIT, it is at or just past the end of
-// that commit record: the point a relay confirms once it acknowledged the
-// transaction (other sessions' WAL in between can push it a little further;
-// a relay then passes it with its next keepalive-based confirmation).
-func insertLSN(ctx context.Context, conn *pgx.Conn) (pglogrepl.LSN, error) {
-	var s string
-	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&s); err != nil {
-		return 0, fmt.Errorf("reading pg_current_wal_insert_lsn: %w", err)
-	}
-	l, err := pglogrepl.ParseLSN(s)
-	if err != nil {
-		return 0, fmt.Errorf("parsing LSN %q: %w", s, err)
-	}
-	return l, nil
-}
-
 // waitConfirmed polls the slot until its confirmed_flush_lsn reaches target
 // and returns when it did; seen holds the latest value for progress lines.
 func waitConfirmed(ctx context.Context, conn *pgx.Conn, slot string, target pglogrepl.LSN, seen *atomic.Uint64) (time.Time, pglogrepl.LSN, error) {
