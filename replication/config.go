@@ -14,8 +14,7 @@ const (
 	SnapshotInitial     = "initial"      // emit existing rows once, when the slot is new
 	SnapshotNoData      = "no_data"      // stream only; aliases schema_only, never
 	SnapshotInitialOnly = "initial_only" // emit existing rows, then stop
-	SnapshotAlways      = "always"       // emit existing rows at every start
-	SnapshotWhenNeeded  = "when_needed"  // like initial; also when the slot is gone
+	SnapshotWhenNeeded  = "when_needed"  // like initial: rows are read when the slot is created
 )
 
 // Publication auto-create modes (connector key publication.autocreate.mode).
@@ -65,7 +64,13 @@ type Config struct {
 	// heartbeat topic (prefix default __debezium-heartbeat).
 	HeartbeatTopic string
 	StatusInterval time.Duration // status.update.interval.ms, default 10 s
-	TopicPrefix    string        // topic.prefix (required)
+	// MaxRetries (errors.max.retries, default -1: forever) bounds the
+	// reconnects after transient failures in a row; RetryWait
+	// (retriable.restart.connector.wait.ms, default 10 s) caps the
+	// exponential backoff between them.
+	MaxRetries  int
+	RetryWait   time.Duration
+	TopicPrefix string // topic.prefix (required)
 }
 
 // ParseConfig reads the replication keys of a connector config map. Keys
@@ -115,6 +120,13 @@ func ParseConfig(m map[string]string) (Config, error) {
 		errs = append(errs, err)
 	}
 	c.StatusInterval = time.Duration(ms) * time.Millisecond
+	if c.MaxRetries, err = intKey(m, "errors.max.retries", -1); err != nil {
+		errs = append(errs, err)
+	}
+	if ms, err = intKey(m, "retriable.restart.connector.wait.ms", 10000); err != nil {
+		errs = append(errs, err)
+	}
+	c.RetryWait = time.Duration(ms) * time.Millisecond
 	for _, p := range splitList(c.TablesText) {
 		re, err := regexp.Compile(`^(?:` + p + `)$`)
 		if err != nil {
@@ -151,9 +163,13 @@ func (c *Config) Validate() error {
 	switch c.SnapshotMode {
 	case "schema_only", "never":
 		c.SnapshotMode = SnapshotNoData
-	case SnapshotInitial, SnapshotNoData, SnapshotInitialOnly, SnapshotAlways, SnapshotWhenNeeded:
+	case SnapshotInitial, SnapshotNoData, SnapshotInitialOnly, SnapshotWhenNeeded:
+	case "always":
+		// Debezium's always re-reads the table at every start: for an
+		// outbox that publishes every event ever written again each time.
+		errs = append(errs, fmt.Errorf("snapshot.mode always is not supported: it would publish every outbox row again at each start; use initial (existing rows once, when the slot is created), initial_only or no_data"))
 	default:
-		errs = append(errs, fmt.Errorf("snapshot.mode %q is not supported; use initial, no_data (alias schema_only, never), initial_only, always or when_needed", c.SnapshotMode))
+		errs = append(errs, fmt.Errorf("snapshot.mode %q is not supported; use initial, no_data (alias schema_only, never), initial_only or when_needed", c.SnapshotMode))
 	}
 	switch c.AutoCreate {
 	case PublicationDisabled, PublicationFiltered, PublicationAllTables, PublicationNoTables:
@@ -170,6 +186,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SlotMaxRetries < 0 || c.SlotRetryDelay < 0 {
 		errs = append(errs, fmt.Errorf("slot.max.retries and slot.retry.delay.ms must not be negative (defaults 6 and 10000)"))
+	}
+	if c.MaxRetries < -1 || c.RetryWait <= 0 {
+		errs = append(errs, fmt.Errorf("errors.max.retries must be -1 (forever) or more, retriable.restart.connector.wait.ms positive"))
 	}
 	if c.StatusInterval <= 0 {
 		errs = append(errs, fmt.Errorf("status.update.interval.ms must be positive (default 10000)"))

@@ -102,6 +102,9 @@ func Run(ctx context.Context, opt Options) error {
 		if !Retryable(err) {
 			return err
 		}
+		if max := opt.Config.MaxRetries; max >= 0 && attempt > max {
+			return fmt.Errorf("giving up after %d retries (errors.max.retries): %w", max, err)
+		}
 		// A session that streamed for a while was healthy: start over.
 		if time.Since(started) > time.Minute {
 			failingSince, backoff, attempt = time.Time{}, 500*time.Millisecond, 1
@@ -118,7 +121,7 @@ func Run(ctx context.Context, opt Options) error {
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 30*time.Second)
+		backoff = min(backoff*2, opt.Config.RetryWait)
 	}
 }
 
