@@ -6,7 +6,7 @@
 //
 // The cases are SQL scripts in testdata/conformance with a small header (see
 // ParseCase). A record pair is "byte-equal", or equal once a documented
-// difference (docs/compatibility.md, named in the case) is applied; anything
+// difference (README.md (Compatibility with Debezium), named in the case) is applied; anything
 // else fails the run. The test writes a Markdown report.
 package conformance
 
