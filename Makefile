@@ -23,5 +23,15 @@ bench:
 bench-relay:
 	scripts/bench
 
+# The fault suite's long form (internal/e2e TestFaults): 200 SIGKILLs under
+# load, a 2-minute Kafka outage, 5 PostgreSQL restarts, 5 walsenders
+# terminated mid-transaction, on a private bed; about 20 minutes. The shared
+# bed is started when down (and stopped again after).
+soak:
+	@started=0; scripts/devenv status >/dev/null 2>&1 || started=1; \
+	env_lines=$$(scripts/devenv up) || exit 1; eval "$$env_lines"; \
+	OUTBOXRELAY_SOAK=1 OUTBOXRELAY_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 60m -v -run '^TestFaults$$' ./internal/e2e/; rc=$$?; \
+	if [ $$started = 1 ]; then scripts/devenv down; fi; exit $$rc
+
 down:
 	scripts/devenv down
