@@ -1,0 +1,340 @@
+"""BENCHMARKS.md and its chart from one scripts/compare run.
+
+Reads outboxbench's JSON summaries (<workload>-<relay>.json), the commands
+(<workload>-<relay>.cmd), load.txt and machine.json from --out.
+"""
+import argparse
+import json
+import os
+import statistics
+
+RELAYS = ["outboxrelay", "debezium"]
+COLORS = {"pg_recvlogical": "#777777", "outboxrelay": "#1f77b4", "debezium": "#d62728"}
+TARGETS = [
+    # key, label, goal text, workloads, compare(value) -> met
+    ("throughput", "drain throughput, outboxrelay ÷ Debezium", "≥ 5×", ["backlog-1", "backlog-100"], lambda v: v >= 5),
+    ("p99", "p99 latency, outboxrelay ÷ Debezium", "≤ 0.1", ["steady-1000", "steady-5000"], lambda v: v <= 0.1),
+    ("rss", "peak RSS, outboxrelay ÷ Debezium", "≤ 0.1", None, lambda v: v <= 0.1),
+    ("first", "process start to first event, outboxrelay ÷ Debezium", "≤ 0.05", None, lambda v: v <= 0.05),
+    ("recv", "drain throughput, outboxrelay ÷ pg_recvlogical", "≥ 0.7", ["backlog-1", "backlog-100"], lambda v: v >= 0.7),
+]
+
+
+def load(out, w, r):
+    try:
+        with open(os.path.join(out, f"{w}-{r}.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def fmt(v, f="{:,.0f}"):
+    return "–" if v is None else f.format(v)
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def ratios(w, o, d):
+    """outboxrelay's figures over Debezium's (and pg_recvlogical's) for workload w."""
+    r = {}
+    if o and d:
+        if w.startswith("backlog"):
+            r["throughput"] = ratio(o.get("throughput_eps"), d.get("throughput_eps"))
+        r["p99"] = ratio((o.get("latency_ms") or {}).get("p99"), (d.get("latency_ms") or {}).get("p99"))
+        r["rss"] = ratio(o.get("peak_rss_mib"), d.get("peak_rss_mib"))
+        r["first"] = ratio(o.get("first_event_seconds"), d.get("first_event_seconds"))
+    if o and o.get("relay_vs_recvlogical"):
+        r["recv"] = o["relay_vs_recvlogical"]
+    return r
+
+
+def table_rows(workloads, res):
+    rows = []
+    for w in workloads:
+        for r in RELAYS:
+            s = res[w].get(r)
+            rec = (s or {}).get("recvlogical") if r == "outboxrelay" else None
+            if rec:
+                rows.append(f"| {w} | pg_recvlogical | {fmt(rec.get('throughput_eps'))} | – | {fmt(rec.get('seconds'), '{:.1f}')} "
+                            "| – | – | – | – | – | – |")
+            if s is None:
+                rows.append(f"| {w} | {r} | failed or not run | | | | | | | | |")
+                continue
+            lat = s.get("latency_ms") or {}
+            conf = "timeout" if s.get("confirm_timeout") else fmt(s.get("confirm_seconds"), "{:.1f}")
+            steady = w.startswith("steady")
+            rows.append("| {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} | {} | {} / {} / {} |".format(
+                w, r,
+                fmt(s.get("achieved_rate")) + " (paced)" if steady else fmt(s.get("throughput_eps")),
+                "–" if steady else fmt(s.get("throughput_after_first_event_eps")),
+                "–" if steady else fmt(s.get("drain_seconds"), "{:.1f}"),
+                fmt(lat.get("p50"), "{:.1f}"), fmt(lat.get("p99"), "{:.1f}"), fmt(lat.get("max"), "{:.0f}"),
+                fmt(s.get("peak_rss_mib"), "{:.0f}"), fmt(s.get("cpu_seconds_per_million"), "{:.1f}"),
+                fmt(s.get("first_event_seconds"), "{:.2f}"), conf,
+                fmt(s.get("received")), fmt(s.get("missing")), fmt(s.get("duplicates"))))
+    return rows
+
+
+def target_rows(workloads, res):
+    rows = []
+    for key, label, goal, only, met in TARGETS:
+        ws = [w for w in workloads if only is None or w in only]
+        vals = {w: ratios(w, res[w].get("outboxrelay"), res[w].get("debezium")).get(key) for w in ws}
+        cells = []
+        for w in workloads:
+            if w not in ws:
+                cells.append("")
+                continue
+            v = vals[w]
+            if v is None:
+                cells.append("–")
+            elif key in ("throughput",):
+                cells.append(f"{v:.1f}× {'✅' if met(v) else '❌'}")
+            else:
+                cells.append(f"{v:.3g} {'✅' if met(v) else '❌'}")
+        have = [v for v in vals.values() if v is not None]
+        if not have:
+            verdict = "not measured"
+        elif len(have) < len(ws):
+            verdict = "incomplete"
+        elif all(met(v) for v in have):
+            verdict = "**met**"
+        else:
+            verdict = f"**not met** ({sum(not met(v) for v in have)} of {len(have)} workloads miss it)"
+        rows.append(f"| {label} | {goal} | " + " | ".join(cells) + f" | {verdict} |")
+    return rows
+
+
+def observations(workloads, res):
+    """What a reader should know to judge the ratios, computed from this run."""
+    notes = []
+    for w in workloads:
+        o, d = res[w].get("outboxrelay"), res[w].get("debezium")
+        rec = (o or {}).get("recvlogical")
+        if w.startswith("backlog") and rec and d and d.get("throughput_eps"):
+            limit = rec["throughput_eps"] / d["throughput_eps"]
+            if limit < 5:
+                notes.append(f"**{w}**: pg_recvlogical, which only decodes and discards, drained this backlog "
+                             f"{limit:.1f}× as fast as Debezium, so no relay that reads the same `pgoutput` stream "
+                             f"can reach 5× Debezium here; outboxrelay reached "
+                             f"{o['throughput_eps'] / d['throughput_eps']:.1f}× ({o.get('relay_vs_recvlogical', 0):.2f} "
+                             "of pg_recvlogical).")
+        if not w.startswith("steady"):
+            continue
+        rate = float(w.split("-")[1])
+        for r in RELAYS:
+            s = res[w].get(r)
+            if not s:
+                continue
+            if s.get("achieved_rate") and s["achieved_rate"] < 0.95 * rate:
+                notes.append(f"**{w}, {r}**: the inserter reached only {s['achieved_rate']:,.0f} events/s "
+                             f"(worst commit {s.get('insert_lag_max_ms', 0) / 1000:.1f} s behind schedule): the "
+                             "machine was saturated during this run.")
+            tl = [p["events"] for p in s.get("timeline") or []]
+            mid = tl[10:-10] if len(tl) > 30 else []
+            if mid and s.get("achieved_rate"):
+                med = statistics.median(mid)
+                if med < 0.8 * s["achieved_rate"]:
+                    p99 = (s.get("latency_ms") or {}).get("p99")
+                    notes.append(f"**{w}, {r}** fell behind the insert: it delivered a median {med:,.0f} events/s "
+                                 f"(seconds 10 to {len(tl) - 10} of the timeline) while {s['achieved_rate']:,.0f}/s "
+                                 f"were inserted, and caught up only after the insert stopped, so its latency grew "
+                                 f"through the run (p99 {p99:,.0f} ms).")
+    return notes
+
+
+def load_summary(out):
+    try:
+        with open(os.path.join(out, "load.txt")) as f:
+            one = [float(line.split()[1]) for line in f if len(line.split()) >= 2]
+    except OSError:
+        return "not sampled"
+    if not one:
+        return "not sampled"
+    return (f"1-minute load average sampled every 5 s: start {one[0]:.2f}, mean {statistics.mean(one):.2f}, "
+            f"max {max(one):.2f}, end {one[-1]:.2f} (the bed is shared: other sessions' tests ran at the same time)")
+
+
+def chart(path, workloads, res):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    backlogs = [w for w in workloads if w.startswith("backlog")]
+    steadies = [w for w in workloads if w.startswith("steady")]
+    cols = max(len(backlogs), len(steadies), 1)
+    fig, axes = plt.subplots(2, cols, figsize=(5 * cols, 6.4), squeeze=False)
+    for i, w in enumerate(backlogs):
+        ax = axes[0][i]
+        for r in RELAYS:
+            s = res[w].get(r)
+            if not s or not s.get("timeline"):
+                continue
+            f0 = s.get("first_event_seconds") or 0
+            ax.plot([f0 + p["s"] + 0.5 for p in s["timeline"]], [p["events"] for p in s["timeline"]],
+                    color=COLORS[r], lw=1.4, marker=".", ms=4, label=f"{r}: {s.get('throughput_eps', 0):,.0f}/s overall")
+            rec = s.get("recvlogical")
+            if rec:
+                ax.axhline(rec["throughput_eps"], color=COLORS["pg_recvlogical"], ls="--", lw=1,
+                           label=f"pg_recvlogical: {rec['throughput_eps']:,.0f}/s")
+        rows = w.split("-")[1]
+        ax.set_title(f"drain of the backlog, {rows} row{'s' if rows != '1' else ''}/tx", fontsize=10)
+        ax.set_xlabel("seconds since the relay process started")
+        ax.set_ylabel("events delivered per second")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+    for i, w in enumerate(steadies):
+        ax = axes[1][i]
+        for r in RELAYS:
+            s = res[w].get(r)
+            if not s or not s.get("timeline"):
+                continue
+            pts = [p for p in s["timeline"] if p.get("samples")]
+            p99 = (s.get("latency_ms") or {}).get("p99")
+            ax.plot([p["s"] for p in pts], [max(p["p99_ms"], 0.1) for p in pts], color=COLORS[r], lw=1.2, marker=".", ms=3,
+                    label=f"{r}: p99 {p99:,.0f} ms overall" if p99 else r)
+        ax.set_yscale("log")
+        ax.set_title(f"latency at {int(w.split('-')[1]):,} events/s (p99 per second)", fontsize=10)
+        ax.set_xlabel("seconds since the first event")
+        ax.set_ylabel("INSERT to consumer, ms (log)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8, loc="best")
+    for row in axes:
+        for ax in row:
+            if not ax.has_data():
+                ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=72)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--markdown", required=True)
+    ap.add_argument("--chart", required=True)
+    ap.add_argument("--events", type=int, required=True)
+    ap.add_argument("--steady", required=True)
+    ap.add_argument("--workloads", required=True)
+    a = ap.parse_args()
+    workloads = a.workloads.split()
+    res = {w: {r: load(a.out, w, r) for r in RELAYS} for w in workloads}
+    with open(os.path.join(a.out, "machine.json")) as f:
+        m = json.load(f)
+    chart(a.chart, workloads, res)
+    chart_rel = os.path.relpath(a.chart, os.path.dirname(os.path.abspath(a.markdown)))
+    cmds = []
+    for w in workloads:
+        for r in RELAYS:
+            p = os.path.join(a.out, f"{w}-{r}.cmd")
+            if os.path.exists(p):
+                with open(p) as f:
+                    cmds.append(f"# {w}, {r}\n" + f.read().strip())
+    confirm = [f"{w} {r}" for w in workloads for r in RELAYS if (res[w].get(r) or {}).get("confirm_timeout")]
+    smoke = "" if a.events >= 1_000_000 else (
+        f"\n> **Reduced run**: {a.events:,}-event backlogs, not the 1,000,000 the full comparison uses.\n")
+    doc = f"""# Benchmarks: outboxrelay, Debezium and pg_recvlogical
+
+Produced by `scripts/compare` in one run of {m['seconds'] / 60:.1f} minutes on one machine and one bed:
+{a.events:,}-event backlogs at 1 and 100 rows per transaction, and steady runs of {a.steady} at 1,000 and
+5,000 events/s. Each tool ran alone, on its own fresh replication slot and topic namespace, reading the same
+connector JSON.
+{smoke}
+![drain throughput per second of the backlogs and p99 latency per second of the steady runs]({chart_rel})
+
+## Results
+
+| workload | tool | events/s, from process start | events/s, after the first event | drain s | latency p50 / p99 / max ms | peak RSS MiB | CPU s per M events | start to first event s | slot confirmed last commit, s | received / missing / duplicates |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+""" + "\n".join(table_rows(workloads, res)) + """
+
+## Against the targets of issue 6
+
+Ratios from this run, outboxrelay's figure divided by Debezium's (or by pg_recvlogical's in the last row).
+Throughput and pg_recvlogical are compared on the backlogs (drain), p99 latency on the steady runs (a
+backlog's latency is mostly its wait for the relay to start), RSS and start-up on every workload.
+
+| target | goal | """ + " | ".join(workloads) + """ | verdict |
+| --- | --- | """ + " | ".join("---" for _ in workloads) + """ | --- |
+""" + "\n".join(target_rows(workloads, res)) + """
+
+### Observations from this run
+
+""" + ("\n".join("- " + n for n in observations(workloads, res)) or "- none") + f"""
+
+## How the figures are measured
+
+`cmd/outboxbench` inserts the rows with SQL (4 connections), reads the topics with the Kafka protocol and
+checks every event (run id, sequence number, per-aggregate order; 100 aggregate ids as keys).
+
+- **events/s from process start**: events ÷ (last event read from Kafka − relay process start); the backlog
+  is fully inserted before the relay starts. **After the first event**: the rate once events flow (leaves the
+  start-up out). **pg_recvlogical**: the same backlog decoded from its own slot to /dev/null
+  (`--endpos` = the last commit), timed from its start to its exit: the raw decoding limit, no Kafka.
+- **Latency**: consumer receipt − `clock_timestamp()` at INSERT (payload `ts`; same host, same clock);
+  steady runs leave the first 2 s (warm-up) out.
+- **Peak RSS**: the largest sum of VmHWM over the relay's process group, sampled every 100 ms from /proc
+  (Debezium: the Connect JVM, started by `scripts/debezium run-connector`, which execs `java`).
+- **CPU s per M events**: user + system CPU of the relay process over its whole life (start-up, work,
+  idle time until it is stopped) per million events of the run.
+- **Start to first event**: relay process start to the first event read from Kafka.
+- **Slot confirmed last commit**: process start until the slot's `confirmed_flush_lsn` passed the WAL
+  position just before the run's last COMMIT; outboxbench waits at most `--confirm-timeout` after the last
+  event and reports "timeout" otherwise. Nothing else waits for it.{' Timed out here: ' + ', '.join(confirm) + '.' if confirm else ''}
+  Debezium confirms only when Connect flushes offsets (every 60 s by default) and only up to the offset of
+  its last record (the transaction before it) unless `heartbeat.interval.ms` is set, which the example
+  connector JSON does not; outboxrelay confirms each acknowledged transaction within 100 ms.
+
+## Settings
+
+Both relays read `testdata/connector.json` with only `name`, `database.hostname`/`database.port`,
+`slot.name`, `publication.name`, `table.include.list` and a topic namespace prefix in
+`transforms.outbox.route.topic.replacement` changed. Debezium's connector defaults apply to everything else:
+`max.batch.size` 2048, `max.queue.size` 8192, `poll.interval.ms` 500, `heartbeat.interval.ms` 0 (off),
+`snapshot.mode` `no_data` (from the JSON). outboxrelay runs with its defaults (`linger.ms` 5, `acks=all`,
+at most 10,000 records / 64 MiB in flight, confirmation every 100 ms).
+
+Kafka Connect 4.1.1 standalone (`scripts/debezium run-connector`), Connect's defaults except:
+
+| setting | value here | Connect's default | why |
+| --- | --- | --- | --- |
+| `key.converter` / `value.converter` | `StringConverter` / `JsonConverter`, `schemas.enable=false` | `JsonConverter` with schemas | outboxrelay's defaults (issue 6): same bytes on the topic |
+| `header.converter` | `SimpleHeaderConverter` | `SimpleHeaderConverter` | (the default, written out) |
+| `offset.flush.interval.ms` | 60000 | 60000 | (the default, written out) |
+| `offset.storage.file.filename` | a file per run | required in standalone mode | fresh offsets for the fresh slot |
+| `plugin.discovery` | `service_load` | `hybrid_warn` | skips the reflective plugin scan: shortens Debezium's start-up (in its favour) |
+| JVM heap and GC | `-Xms128m -Xmx512m -XX:+UseSerialGC` | `connect-standalone.sh`: `-Xms256M -Xmx2G`, G1 | a small heap and Serial GC lower Debezium's RSS (in its favour); 512 MiB is ample for these runs |
+| logging | WARN, `io.debezium` INFO | INFO | less console output |
+
+The producer is Connect's: `acks=all`, `max.in.flight.requests.per.connection=1` (Connect's worker
+defaults), `linger.ms` 5 and `batch.size` 16384 (the Kafka 4.1 producer's defaults). Connect's JVM exits
+with 143 on SIGTERM; that is its normal shutdown.
+
+## Machine
+
+- {m['nproc']} cores ({m['cpu']}), {m['mem_gib']} GiB RAM, {m['kernel']}
+- PostgreSQL {m['postgres']}; {m['kafka']}; {m['debezium']}; {m['java']}
+- outboxrelay {m['outboxrelay']}, built with {m['go']}
+- Load: {load_summary(a.out)}
+
+Numbers from a shared, noisy 2-core machine move between runs by tens of percent: compare the ratios of
+one run, not absolute figures across runs or machines.
+
+## Exact commands
+
+The whole comparison:
+
+    scripts/compare
+
+which ran, one after the other (`--relay-cmd` starts, measures and stops the relay):
+
+""" + "\n\n".join("\n".join("    " + line for line in c.splitlines()) for c in cmds) + "\n"
+    with open(a.markdown, "w") as f:
+        f.write(doc)
+
+
+if __name__ == "__main__":
+    main()
