@@ -46,7 +46,8 @@ func TestFaults(t *testing.T) {
 	t.Parallel()
 	plan := planFaults(t)
 	b := startPrivateBed(t)
-	// The outage first: a broker killed with little data recovers fast.
+	t.Run("MetricsWhileKafkaPaused", func(t *testing.T) { testMetricsWhileKafkaPaused(t, b) })
+	// The outage early: a broker killed with little data recovers fast.
 	t.Run("KafkaOutage", func(t *testing.T) { testKafkaOutage(t, b, plan.outage) })
 	t.Run("CrashLoop", func(t *testing.T) { testCrashLoop(t, b, plan.crashCycles) })
 	t.Run("PostgresRestart", func(t *testing.T) { testPostgresRestart(t, b, plan.pgRestarts) })

@@ -289,12 +289,13 @@ func logFile(t *testing.T, name string) *os.File {
 // startRelay runs the relay against the private bed, its log appended to
 // log. Cleanup kills it if it still runs, and shows the log's end when the
 // test failed.
-func (b *privateBed) startRelay(t *testing.T, cfg string, log *os.File) *relayProc {
+func (b *privateBed) startRelay(t *testing.T, cfg string, log *os.File, extraArgs ...string) *relayProc {
 	t.Helper()
 	if relayBinary == "" {
 		t.Fatal("the relay binary was not built (TestMain builds it only when the bed's variables are set)")
 	}
-	cmd := exec.Command(relayBinary, "run", "--config", cfg, "--kafka-brokers", b.brokers, "--log-format", "text")
+	args := append([]string{"run", "--config", cfg, "--kafka-brokers", b.brokers, "--log-format", "text"}, extraArgs...)
+	cmd := exec.Command(relayBinary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the relay: %v", err)
