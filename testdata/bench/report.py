@@ -132,6 +132,15 @@ def observations(workloads, res):
                 notes.append(f"**{w}, {r}**: the inserter reached only {s['achieved_rate']:,.0f} events/s "
                              f"(worst commit {s.get('insert_lag_max_ms', 0) / 1000:.1f} s behind schedule): the "
                              "machine was saturated during this run.")
+            per_sec = [p["p99_ms"] for p in s.get("timeline") or [] if p.get("samples")]
+            if len(per_sec) >= 10:
+                typical = statistics.median(per_sec)
+                spikes = [p for p in s["timeline"] if p.get("samples") and p["p99_ms"] > max(10 * typical, 100)]
+                if spikes and len(spikes) <= len(per_sec) // 10:
+                    notes.append(f"**{w}, {r}**: the per-second p99 was typically {typical:,.0f} ms; "
+                                 f"{len(spikes)} second(s) stood out (worst {max(p['max_ms'] for p in spikes):,.0f} ms at "
+                                 f"second {max(spikes, key=lambda p: p['max_ms'])['s']}), and they set the run's p99: "
+                                 "stalls of this kind come and go between runs on the shared machine (see the chart).")
             tl = [p["events"] for p in s.get("timeline") or []]
             mid = tl[10:-10] if len(tl) > 30 else []
             if mid and s.get("achieved_rate"):
