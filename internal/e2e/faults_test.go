@@ -104,11 +104,7 @@ func testCrashLoop(t *testing.T, b *privateBed, cycles int) {
 		}
 		waitSlotInactive(t, f.admin, f.name, 30*time.Second)
 		k.confirmed = confirmedFlush(t, f.admin, f.name)
-		ends, err := endOffsets(context.Background(), b.brokers, topics)
-		if err != nil {
-			t.Fatalf("cycle %d: %v", i+1, err)
-		}
-		k.ends = ends
+		k.ends = waitEndOffsets(t, b, topics)
 		kills = append(kills, k)
 		fmt.Fprintf(log, "--- e2e: cycle %d: SIGKILL after %s; slot confirmed %s\n", i+1, up.Round(time.Millisecond), k.confirmed)
 		r = b.startRelay(t, cfg, log)
@@ -457,15 +453,29 @@ func walsenderPID(t *testing.T, f *fixture) int32 {
 // the private broker: how many records they hold.
 func sumOffsets(t *testing.T, b *privateBed, topics []string) int64 {
 	t.Helper()
-	ends, err := endOffsets(context.Background(), b.brokers, topics)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n int64
-	for _, end := range ends {
+	for _, end := range waitEndOffsets(t, b, topics) {
 		n += end
 	}
 	return n
+}
+
+// waitEndOffsets is endOffsets on the private broker, asked again for up to
+// 10 s while it fails: a partition of a topic created a moment ago may
+// answer NOT_LEADER_FOR_PARTITION until its leader is elected.
+func waitEndOffsets(t *testing.T, b *privateBed, topics []string) map[partitionKey]int64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ends, err := endOffsets(context.Background(), b.brokers, topics)
+		if err == nil {
+			return ends
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("end offsets, for 10 s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // grepLines returns the lines of text that contain s.
