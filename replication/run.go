@@ -65,12 +65,14 @@ func Run(ctx context.Context, opt Options) error {
 	}()
 	for attempt := 1; ; attempt++ {
 		started := time.Now()
+		from := confirmed
+		streamed := false
 		var err error
 		if lock == nil {
 			lock, err = acquireLock(ctx, &opt)
 		}
 		if err == nil {
-			err = runLocked(ctx, &opt, budget, &confirmed, lock)
+			err = runLocked(ctx, &opt, budget, &confirmed, lock, &streamed)
 		}
 		if ctx.Err() != nil || errors.Is(err, errStop) {
 			return nil
@@ -105,8 +107,10 @@ func Run(ctx context.Context, opt Options) error {
 		if max := opt.Config.MaxRetries; max >= 0 && attempt > max {
 			return fmt.Errorf("giving up after %d retries (errors.max.retries): %w", max, err)
 		}
-		// A session that streamed for a while was healthy: start over.
-		if time.Since(started) > time.Minute {
+		// A session that streamed and confirmed progress was healthy: this
+		// failure starts a new outage, with a short first wait. A session
+		// that never got that far keeps backing off.
+		if streamed && confirmed > from {
 			failingSince, backoff, attempt = time.Time{}, 500*time.Millisecond, 1
 		}
 		if failingSince.IsZero() {
@@ -182,7 +186,7 @@ func acquireLock(ctx context.Context, opt *Options) (*pgx.Conn, error) {
 // every StandbyPoll; when that connection fails the session is cancelled
 // (it still flushes and confirms what Kafka acknowledged) and the error is
 // ErrLockLost. The watcher is the only user of lock while the session runs.
-func runLocked(ctx context.Context, opt *Options, budget *Budget, confirmed *pglogrepl.LSN, lock *pgx.Conn) error {
+func runLocked(ctx context.Context, opt *Options, budget *Budget, confirmed *pglogrepl.LSN, lock *pgx.Conn, streamed *bool) error {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan struct{})
@@ -208,7 +212,7 @@ func runLocked(ctx context.Context, opt *Options, budget *Budget, confirmed *pgl
 			}
 		}
 	}()
-	err := runSession(sctx, opt, budget, confirmed)
+	err := runSession(sctx, opt, budget, confirmed, streamed)
 	close(done)
 	<-watching
 	if cause := context.Cause(sctx); ctx.Err() == nil && errors.Is(cause, ErrLockLost) {
@@ -219,7 +223,7 @@ func runLocked(ctx context.Context, opt *Options, budget *Budget, confirmed *pgl
 
 // runSession connects, checks, prepares the slot (and snapshot), streams,
 // and on any exit flushes Kafka and sends a last status update.
-func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pglogrepl.LSN) (err error) {
+func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pglogrepl.LSN, streamed *bool) (err error) {
 	cfg := opt.Config
 	log := opt.Log
 	conn, repl, err := connect(ctx, cfg)
@@ -284,6 +288,7 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	log.Info("streaming", "slot", cfg.Slot, "publication", cfg.Publication, "from", start.String(), "tables", srv.Tables)
 
 	s.streaming = true
+	*streamed = true
 	s.lastStatus = time.Now()
 	s.lastConfirmed = start
 	err = s.loop(ctx)

@@ -43,8 +43,8 @@ func TestBigTransaction(t *testing.T) {
 	if len(recs) != rows || len(seen) != rows || dups != 0 {
 		t.Errorf("%d records, %d distinct ids, %d duplicates; want %d each once", len(recs), len(seen), dups, rows)
 	}
-	took := r.stop(t, 10*time.Second)
 	rss := r.peakRSSMiB(t)
+	took := r.stop(t, 10*time.Second)
 	t.Logf("100,000-row transaction: committed in %s, all records consumed %s after the insert began; relay stopped in %s",
 		committed.Round(time.Millisecond), drained.Round(time.Millisecond), took.Round(time.Millisecond))
 	t.Logf("peak RSS: %.0f MiB", rss)

@@ -254,14 +254,7 @@ func testKafkaOutage(t *testing.T, b *privateBed, outage time.Duration) {
 	if r.exited() {
 		t.Fatalf("the relay exited after the Kafka outage: %v", r.waitErr)
 	}
-	// The peak since exec. Not getrusage's ru_maxrss (relayProc.peakRSSMiB):
-	// Linux counts in it the test process's own RSS, which the child shared
-	// between fork and exec.
-	hwm, ok := procStatusKiB(r.cmd.Process.Pid, "VmHWM")
-	if !ok {
-		t.Fatalf("reading VmHWM of the relay (pid %d)", r.cmd.Process.Pid)
-	}
-	peak := float64(hwm) / 1024
+	peak := r.peakRSSMiB(t) // the peak since exec (VmHWM)
 	stopAt := time.Now()
 	r.stop(t, 15*time.Second)
 	rss.halt()
@@ -273,8 +266,8 @@ func testKafkaOutage(t *testing.T, b *privateBed, outage time.Duration) {
 		pid, restarting.Sub(killed).Round(time.Second), upTook.Round(100*time.Millisecond), checks, moved, retained>>20)
 	t.Logf("Kafka outage: from the restart, the relay confirmed again after %s and caught up with the WAL written until the broker answered after %s",
 		resumed.Round(10*time.Millisecond), caughtUp.Round(10*time.Millisecond))
-	t.Logf("Kafka outage: VmRSS peak before %.1f MiB (%d samples), during %.1f MiB (%d), after %.1f MiB (%d); process peak (VmHWM) %.1f MiB (ru_maxrss, with the test process's RSS at fork: %.1f MiB); limit %.0f MiB",
-		before, n1, during, n2, after, n3, peak, r.peakRSSMiB(t), maxRSS)
+	t.Logf("Kafka outage: VmRSS peak before %.1f MiB (%d samples), during %.1f MiB (%d), after %.1f MiB (%d); process peak (VmHWM) %.1f MiB; limit %.0f MiB",
+		before, n1, during, n2, after, n3, peak, maxRSS)
 	t.Logf("Kafka outage: load %s", stats)
 	for _, line := range grepLines(r.log(), "recovered") {
 		t.Logf("relay: %s", line)
