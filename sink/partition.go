@@ -21,7 +21,12 @@ type partitionWorker struct {
 	queue  []*pending
 	queued int // bytes in queue, by recordSize
 	closed bool
-	wake   chan struct{} // capacity 1: "the queue changed"
+	// lingering: the worker sleeps until linger.ms of the oldest queued
+	// record passes. A push then wakes it only if it fills the batch, not
+	// for every record: at a steady rate that was a goroutine wake-up and a
+	// timer reset per event, most of the relay's CPU.
+	lingering bool
+	wake      chan struct{} // capacity 1: "the queue changed"
 
 	reader batchReader // reused by every produce request of this worker
 }
@@ -40,12 +45,20 @@ func (w *partitionWorker) push(pe *pending) bool {
 	pe.queued = time.Now()
 	w.queue = append(w.queue, pe)
 	w.queued += pe.size
+	signal := !w.lingering || w.queued >= w.batchLimit()
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default: // a wake-up is already pending
+	if signal {
+		select {
+		case w.wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
 	}
 	return true
+}
+
+// batchLimit is the most record bytes one produce request carries.
+func (w *partitionWorker) batchLimit() int {
+	return min(w.p.cfg.BatchBytes, w.p.cfg.MaxRequestSize) - batchOverhead
 }
 
 func (w *partitionWorker) run() {
@@ -71,7 +84,7 @@ func (w *partitionWorker) run() {
 // to batch.size (and max.request.size), once the batch is full or its oldest
 // record has waited linger.ms. nil when the producer closes.
 func (w *partitionWorker) next() []*pending {
-	limit := min(w.p.cfg.BatchBytes, w.p.cfg.MaxRequestSize) - batchOverhead
+	limit := w.batchLimit()
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -84,11 +97,13 @@ func (w *partitionWorker) next() []*pending {
 		if len(w.queue) > 0 {
 			wait = w.p.cfg.Linger - time.Since(w.queue[0].queued)
 			if wait <= 0 || w.queued >= limit {
+				w.lingering = false
 				batch := w.takeLocked(limit)
 				w.mu.Unlock()
 				return batch
 			}
 		}
+		w.lingering = wait > 0
 		w.mu.Unlock()
 
 		var lingerDone <-chan time.Time
