@@ -30,7 +30,7 @@ import (
 // Concurrency: Begin, Tx.Add, Tx.Commit, Tx.Abandon and Idle belong to the
 // goroutine that owns the replication connection. Tx.Ack may be called from
 // any goroutine (the Kafka producer's completion callbacks), concurrently
-// with everything else. Confirmed, Err, InFlight, Failed and Advanced may be
+// with everything else. Confirmed, Err and InFlight may be
 // called from any goroutine.
 type Checkpoint struct {
 	mu        sync.Mutex
@@ -41,8 +41,6 @@ type Checkpoint struct {
 	err       error // first failure
 	corrupt   bool  // an API misuse made the counts untrustworthy: nothing advances
 
-	failed   chan struct{} // closed when err is set
-	advanced chan struct{} // holds one token when confirmed moved since the last receive
 }
 
 // Tx is one transaction in the checkpoint. Its fields are guarded by the
@@ -67,8 +65,6 @@ var ErrRecordFailed = errors.New("record not acknowledged by Kafka")
 func NewCheckpoint(start pglogrepl.LSN) *Checkpoint {
 	return &Checkpoint{
 		confirmed: start,
-		failed:    make(chan struct{}),
-		advanced:  make(chan struct{}, 1),
 	}
 }
 
@@ -191,7 +187,6 @@ func (c *Checkpoint) Idle(walEnd pglogrepl.LSN) bool {
 		return false
 	}
 	c.confirmed = walEnd
-	c.notifyLocked()
 	return true
 }
 
@@ -221,14 +216,6 @@ func (c *Checkpoint) Err() error {
 	return c.err
 }
 
-// Failed is closed when Err becomes non-nil, for the stream loop to select on.
-func (c *Checkpoint) Failed() <-chan struct{} { return c.failed }
-
-// Advanced receives a value after the confirmed LSN moved, so the stream
-// loop can send a status update without polling. Several moves between two
-// receives coalesce into one value.
-func (c *Checkpoint) Advanced() <-chan struct{} { return c.advanced }
-
 // advanceLocked confirms the longest run of finished transactions at the
 // head of the queue. A failed transaction is never finished, so nothing
 // after a failed record is ever confirmed.
@@ -236,7 +223,6 @@ func (c *Checkpoint) advanceLocked() {
 	if c.corrupt {
 		return
 	}
-	moved := false
 	for len(c.queue) > 0 {
 		t := c.queue[0]
 		if !t.committed || t.outstanding > 0 || t.failed {
@@ -249,18 +235,7 @@ func (c *Checkpoint) advanceLocked() {
 		// confirmed LSN never moves backwards.
 		if t.endLSN > c.confirmed {
 			c.confirmed = t.endLSN
-			moved = true
 		}
-	}
-	if moved {
-		c.notifyLocked()
-	}
-}
-
-func (c *Checkpoint) notifyLocked() {
-	select {
-	case c.advanced <- struct{}{}:
-	default: // a notification is already pending
 	}
 }
 
@@ -274,5 +249,4 @@ func (c *Checkpoint) failLocked(err error) {
 		return
 	}
 	c.err = err
-	close(c.failed)
 }
