@@ -553,6 +553,13 @@ func (c *checker) kafkaChecks(ctx context.Context) {
 			c.pass("topics", fmt.Sprintf("%d more topics not checked", len(topics)-shown))
 			break
 		}
+		// Once the budget is spent every later call fails alike: say so
+		// once instead of blaming each remaining topic.
+		if ctx.Err() != nil {
+			c.fail("topics", fmt.Sprintf("%d of %d topics not checked: the checks ran out of time", len(topics)-i, len(topics)),
+				"run check again with a longer --timeout; if Kafka is slow to answer, look at the broker first")
+			break
+		}
 		c.topic(ctx, topic, brokerMax)
 	}
 }
@@ -586,6 +593,10 @@ func (c *checker) topic(ctx context.Context, topic string, brokerMax int) {
 		}
 	} else {
 		if err := c.prod.ValidateTopicCreation(ctx, topic); err != nil {
+			if ctx.Err() != nil {
+				c.fail(name, "no answer from Kafka in time: "+err.Error(), "")
+				return
+			}
 			c.fail(name, "does not exist and cannot be created: "+err.Error(),
 				fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions 3 --replication-factor 3; -- or set topic.creation.default.partitions and topic.creation.default.replication.factor",
 					strings.Join(c.kafka.Brokers, ","), topic))
