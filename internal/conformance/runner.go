@@ -513,7 +513,24 @@ func readNamespace(ctx context.Context, brokers, prefix string) ([]Record, error
 	return out, nil
 }
 
+// readPartition reads a partition whole. Right after a topic is created its
+// partitions may still be electing their leader; those answers
+// (NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE) are retried for a while.
 func readPartition(ctx context.Context, brokers, topic string, partition int) ([]Record, error) {
+	for attempt := 1; ; attempt++ {
+		recs, err := readPartitionOnce(ctx, brokers, topic, partition)
+		if err == nil || attempt == 20 || !(errors.Is(err, kafka.NotLeaderForPartition) || errors.Is(err, kafka.LeaderNotAvailable)) {
+			return recs, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func readPartitionOnce(ctx context.Context, brokers, topic string, partition int) ([]Record, error) {
 	conn, err := kafka.DialLeader(ctx, "tcp", brokers, topic, partition)
 	if err != nil {
 		return nil, fmt.Errorf("dialing leader of %s/%d: %w", topic, partition, err)
