@@ -66,12 +66,7 @@ func TestMetricsAndReadyz(t *testing.T) {
 	prepareExample(t, admin)
 	slot := fmt.Sprintf("metrics_%d", time.Now().UnixNano())
 	t.Cleanup(func() { testbed.DropSlot(t, admin, slot) })
-	addr := freeAddr(t)
-	startRelayWith(t, exampleConfig(t, map[string]any{"slot.name": slot}), testbed.KafkaBrokers(t), "--http-addr", addr)
-	if code, _ := httpGet(addr, "/healthz"); code != 200 {
-		// The server starts before streaming; give it a moment.
-		time.Sleep(500 * time.Millisecond)
-	}
+	_, addr := startRelayHTTP(t, exampleConfig(t, map[string]any{"slot.name": slot}))
 	waitReady(t, addr, 30*time.Second)
 	if code, _ := httpGet(addr, "/healthz"); code != 200 {
 		t.Errorf("/healthz: %d", code)
@@ -292,11 +287,10 @@ func TestFailover(t *testing.T) {
 	slot := fmt.Sprintf("failover_%d", time.Now().UnixNano())
 	t.Cleanup(func() { testbed.DropSlot(t, admin, slot) })
 	config := exampleConfig(t, map[string]any{"slot.name": slot})
-	addrA, addrB := freeAddr(t), freeAddr(t)
-	a := startRelayWith(t, config, testbed.KafkaBrokers(t), "--http-addr", addrA)
+	a, addrA := startRelayHTTP(t, config)
 	waitReady(t, addrA, 30*time.Second)
-	b := startRelayWith(t, config, testbed.KafkaBrokers(t), "--http-addr", addrB)
-	deadline := time.Now().Add(10 * time.Second)
+	b, addrB := startRelayHTTP(t, config)
+	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(b.log.String(), "standby") {
 		if time.Now().After(deadline) {
 			t.Fatalf("second relay never reported standby:\n%s", b.log.String())

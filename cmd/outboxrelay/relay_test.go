@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,15 +63,42 @@ func startRelayWith(t *testing.T, configPath, brokers string, extra ...string) *
 	}()
 	t.Cleanup(func() {
 		r.cancel()
+		var err error
 		select {
-		case <-r.done:
+		case err = <-r.done:
 		case <-time.After(30 * time.Second):
+			err = errors.New("still running 30 s after cancel")
 		}
 		if t.Failed() {
-			t.Logf("relay log:\n%s", r.log.String())
+			t.Logf("relay log (run returned %v):\n%s", err, r.log.String())
 		}
 	})
 	return r
+}
+
+// startRelayHTTP runs the relay with its HTTP server on a port the kernel
+// picks (127.0.0.1:0) and returns the address it serves on, read from its
+// log. A port chosen by the test and released before the relay binds it
+// can be taken meanwhile by any outgoing connection.
+func startRelayHTTP(t *testing.T, configPath string) (*relay, string) {
+	t.Helper()
+	r := startRelayWith(t, configPath, testbed.KafkaBrokers(t), "--http-addr", "127.0.0.1:0")
+	serving := regexp.MustCompile(`msg="http: serving[^"]*" addr=(\S+)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := serving.FindStringSubmatch(r.log.String()); m != nil {
+			return r, m[1]
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err // for Cleanup
+			t.Fatalf("the relay stopped before serving HTTP: %v\n%s", err, r.log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay did not log its HTTP address within 30 s:\n%s", r.log.String())
+		}
+	}
 }
 
 // stop ends the relay as SIGTERM does and returns its error.

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,8 +19,8 @@ import (
 // itself, /readyz is 200 again, the lag falls back, and nothing is missing.
 func testMetricsWhileKafkaPaused(t *testing.T, b *privateBed) {
 	f := b.newFixture(t, "metrics")
-	addr := freeAddr(t)
-	b.startRelay(t, b.config(t, f), logFile(t, "metrics-relay"), "--http-addr", addr)
+	r := b.startRelay(t, b.config(t, f), logFile(t, "metrics-relay"), "--http-addr", "127.0.0.1:0")
+	addr := r.httpAddr(t, 30*time.Second)
 	f.waitStreaming(t)
 	waitStatus(t, addr, "/readyz", http.StatusOK, 30*time.Second)
 	l := startFaultLoad(t, b, f, 200)
@@ -69,17 +68,6 @@ func brokerPID(t *testing.T, b *privateBed) int {
 		t.Fatalf("the private broker's pid: %v", err)
 	}
 	return pid
-}
-
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func waitStatus(t *testing.T, addr, path string, want int, timeout time.Duration) {

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -59,15 +60,8 @@ func privateCluster(t *testing.T, conf string) int {
 	data := filepath.Join(dir, "data")
 	asPostgres(t, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	extra := strings.Join([]string{
 		"listen_addresses = '127.0.0.1'",
-		"port = " + strconv.Itoa(port),
 		"unix_socket_directories = '" + dir + "'",
 		"fsync = off",
 		"logging_collector = off",
@@ -84,8 +78,32 @@ func privateCluster(t *testing.T, conf string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The port is found free, released, then bound by the server; an
+	// outgoing connection can take it in between, so try a few.
 	pgCtl := filepath.Join(bin, "pg_ctl")
-	asPostgres(t, pgCtl, "-D", data, "-l", filepath.Join(dir, "postgres.log"), "-w", "-t", "30", "start")
+	var port int
+	for attempt := 1; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		out, err := runAsPostgres(pgCtl, "-D", data, "-l", filepath.Join(dir, "postgres.log"), "-o", "-p "+strconv.Itoa(port), "-w", "-t", "30", "start")
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("pg_ctl start (3 ports tried): %v\n%s", err, out)
+		}
+		t.Logf("pg_ctl start on port %d failed (%v), trying another port", port, err)
+	}
+	// Restarts (pg_ctl restart) keep the port.
+	if f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0); err != nil {
+		t.Fatal(err)
+	} else if _, err := fmt.Fprintf(f, "port = %d\n", port); err != nil || f.Close() != nil {
+		t.Fatalf("recording the port in postgresql.conf: %v", err)
+	}
 	t.Cleanup(func() {
 		cmd := exec.Command("runuser", "-u", "postgres", "--", pgCtl, "-D", data, "-m", "immediate", "-w", "stop")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -131,4 +149,13 @@ func asPostgres(t *testing.T, name string, args ...string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out.String())
 	}
+}
+
+// runAsPostgres runs a command as the postgres OS user and returns its
+// output, giving up after a minute.
+func runAsPostgres(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...).CombinedOutput()
+	return string(out), err
 }

@@ -111,6 +111,27 @@ func (r *relayProc) peakRSSMiB(t *testing.T) float64 {
 	return float64(hwm) / 1024
 }
 
+// httpAddr waits for the relay, started with --http-addr 127.0.0.1:0, to
+// log the address the kernel gave its HTTP server. A port picked by the
+// test and released before the relay binds it can meanwhile be taken by
+// any outgoing connection.
+func (r *relayProc) httpAddr(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if addr := r.logValue("http: serving", "addr"); addr != "" {
+			return addr
+		}
+		if r.exited() {
+			t.Fatalf("the relay exited (%v) before serving HTTP; log:\n%s", r.waitErr, r.logTail(40))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay did not log its HTTP address within %s; log:\n%s", timeout, r.logTail(40))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // log returns the relay's log so far.
 func (r *relayProc) log() string {
 	b, err := os.ReadFile(r.logPath)
