@@ -246,20 +246,49 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	}
 
 	start := srv.Slot.ConfirmedFlush
+	wantSnapshot := cfg.SnapshotMode != SnapshotNoData
+	pending, err := snapshotPending(ctx, conn, cfg.Slot)
+	if err != nil {
+		return err
+	}
 	snapshot := false
-	if !srv.Slot.Exists {
-		wantSnapshot := cfg.SnapshotMode != SnapshotNoData
+	switch {
+	case !srv.Slot.Exists:
+		if wantSnapshot {
+			// Before the slot: a crash between the two must not leave a
+			// slot whose snapshot looks done.
+			if err := markSnapshotPending(ctx, conn, cfg.Slot); err != nil {
+				return err
+			}
+		}
 		created, err := createSlot(ctx, repl, cfg.Slot, wantSnapshot, log)
 		if err != nil {
 			return err
 		}
 		start = created.ConsistentPoint
 		if wantSnapshot {
-			s.ck = NewCheckpoint(start)
-			if err := s.snapshot(ctx, conn, created.SnapshotName, srv.Tables); err != nil {
+			if err := s.snapshot(ctx, conn, start, created.SnapshotName, srv.Tables); err != nil {
 				return err
 			}
 			snapshot = true
+		}
+	case pending && wantSnapshot:
+		// The slot has not streamed yet (streaming starts only after the
+		// marker is dropped), so its position is still its consistent
+		// point. The exported snapshot is gone: a new one sees every row
+		// still in the table, and the stream from the slot's position
+		// brings the rows committed since, some a second time.
+		log.Warn("snapshot: the initial snapshot of this slot did not finish (the relay stopped before Kafka acknowledged all of it); reading the outbox tables again, then streaming from the slot's position: rows committed since the slot was created may be sent twice",
+			"slot", cfg.Slot, "marker", SnapshotMarker(cfg.Slot), "from", start.String())
+		if err := s.snapshot(ctx, conn, start, "", srv.Tables); err != nil {
+			return err
+		}
+		snapshot = true
+	case pending:
+		log.Warn("snapshot: the initial snapshot of this slot did not finish, and snapshot.mode=no_data does not redo it; dropping its marker",
+			"slot", cfg.Slot, "marker", SnapshotMarker(cfg.Slot))
+		if err := markSnapshotDone(ctx, conn, cfg.Slot); err != nil {
+			return err
 		}
 	}
 	if snapshot && cfg.SnapshotMode == SnapshotInitialOnly {
@@ -355,13 +384,15 @@ func endCopy(ctx context.Context, conn *pgconn.PgConn) error {
 	}
 }
 
-// snapshot emits the rows of an exported snapshot as snapshot reads and
-// waits until Kafka acknowledged all of them, before streaming starts.
+// snapshot emits the rows of the outbox tables as snapshot reads and waits
+// until Kafka acknowledged all of them, then drops the pending marker,
+// before streaming starts. name is the slot's exported snapshot, or "" for
+// a new snapshot when the first one did not finish.
 //
 // The rows form one pseudo-transaction at the slot's consistent point, so
 // the in-flight budget and acknowledgements work as for streamed rows.
-func (s *session) snapshot(ctx context.Context, conn *pgx.Conn, name string, tables []string) error {
-	at := s.ck.Confirmed()
+func (s *session) snapshot(ctx context.Context, conn *pgx.Conn, at pglogrepl.LSN, name string, tables []string) error {
+	s.ck = NewCheckpoint(at)
 	tx, err := s.ck.Begin(at)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -389,6 +420,9 @@ func (s *session) snapshot(ctx context.Context, conn *pgx.Conn, name string, tab
 		return fmt.Errorf("snapshot: waiting for Kafka to acknowledge %d rows: %w", n, err)
 	}
 	if err := s.ck.Err(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := markSnapshotDone(ctx, conn, s.cfg.Slot); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	if s.opt.Observer != nil {

@@ -15,6 +15,7 @@ import (
 // snapshot of a new slot and hands each to emit as a snapshot read (op r).
 // Rows committed before the slot's consistent point are exactly the rows this
 // snapshot sees, and the stream starts at that point: no gap, no duplicate.
+// With snapshot "" it reads in a new snapshot (a redo after a failed one).
 //
 // Rows are read in text format, the form pgoutput sends, so the router sees
 // the same bytes either way. Progress is logged every 10 s.
@@ -24,8 +25,10 @@ func readSnapshot(ctx context.Context, conn *pgx.Conn, snapshot string, tables [
 		return 0, fmt.Errorf("snapshot: begin: %w", err)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck // read-only; rollback after commit is a no-op
-	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+escapeLiteral(snapshot)+"'"); err != nil {
-		return 0, fmt.Errorf("snapshot: importing exported snapshot %q: %w", snapshot, err)
+	if snapshot != "" {
+		if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+escapeLiteral(snapshot)+"'"); err != nil {
+			return 0, fmt.Errorf("snapshot: importing exported snapshot %q: %w", snapshot, err)
+		}
 	}
 	total := 0
 	for _, table := range tables {

@@ -194,10 +194,12 @@ func (c *checker) capacity(ctx context.Context, maxSlots, maxSenders int, slot r
 	switch {
 	case slot.Exists:
 		c.pass("replication slots", detail+"; slot "+c.pg.Slot+" exists")
-	case slots < maxSlots:
+	case c.pg.SnapshotMode == replication.SnapshotNoData && slots < maxSlots:
 		c.pass("replication slots", detail)
+	case c.pg.SnapshotMode != replication.SnapshotNoData && slots+2 <= maxSlots:
+		c.pass("replication slots", detail+"; the initial snapshot takes one more while it runs, as its pending marker")
 	default:
-		c.fail("replication slots", detail+"; none free for slot "+c.pg.Slot,
+		c.fail("replication slots", detail+"; not enough free for slot "+c.pg.Slot+" (and, with snapshot.mode="+c.pg.SnapshotMode+", its snapshot marker "+replication.SnapshotMarker(c.pg.Slot)+")",
 			fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; -- then restart PostgreSQL (or drop an unused slot: SELECT pg_drop_replication_slot('name');)", maxSlots+2))
 	}
 	detail = fmt.Sprintf("%d of max_wal_senders=%d used", senders, maxSenders)
@@ -456,6 +458,11 @@ func (c *checker) slot(ctx context.Context, s replication.Slot) {
 	if err := replication.CheckSlot(s, c.pg); err != nil {
 		c.fail(name, detail, strings.TrimPrefix(err.Error(), "preflight: "))
 		return
+	}
+	var pending bool
+	_ = c.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_replication_slots WHERE slot_name = $1)`, replication.SnapshotMarker(c.pg.Slot)).Scan(&pending)
+	if pending {
+		detail += "; its initial snapshot did not finish (slot " + replication.SnapshotMarker(c.pg.Slot) + " marks it pending): the relay reads the outbox tables again when it starts"
 	}
 	if s.WALStatus == "unreserved" {
 		c.fail(name, detail+": WAL it needs is about to be removed (max_slot_wal_keep_size)",

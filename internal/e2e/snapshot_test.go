@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/replication"
 )
 
 // insertEvents inserts n events of aggregate type "orders", one statement
@@ -128,4 +133,101 @@ func TestSnapshotInitial(t *testing.T) {
 	}
 	t.Logf("initial: %d rows existed, %d inserted during start-up; snapshot read %d, streaming sent %d; %d records, 0 missing, 0 duplicates",
 		existing, len(res.ids), n, len(recs)-n, len(recs))
+}
+
+// TestSnapshotInitialKilled: the relay is killed (SIGKILL) in the middle of
+// the initial snapshot of a new slot. The snapshot's pending marker is
+// still there, so the next relay reads the table again before streaming:
+// every row that existed, every row inserted meanwhile (one of them deleted
+// again in its own transaction) and every row inserted after the restart
+// reaches Kafka; only duplicates are allowed. Kafka is throttled (small
+// batches, no linger) so that the snapshot lasts long enough to be killed.
+func TestSnapshotInitialKilled(t *testing.T) {
+	t.Parallel()
+	const existing = 20000
+	f := newFixture(t, "snapkill")
+	want := insertEvents(t, f.admin, f, existing)
+	marker := replication.SnapshotMarker(f.name)
+	t.Cleanup(func() {
+		_, _ = f.admin.Exec(context.Background(), `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, marker)
+	})
+	markerExists := func() bool {
+		var n int
+		if err := f.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, marker).Scan(&n); err != nil {
+			t.Fatalf("reading pg_replication_slots: %v", err)
+		}
+		return n == 1
+	}
+	cfg := f.config(t, map[string]string{"snapshot.mode": "initial", "batch.size": "1024", "linger.ms": "0"})
+
+	first := startRelay(t, cfg)
+	topic := f.topic("orders")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ends, err := endOffsets(context.Background(), testbed.KafkaBrokers(t), []string{topic})
+		if err == nil && ends[partitionKey{topic, 0}] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot record in %s after 60 s (last error: %v); relay log:\n%s", topic, err, first.logTail(30))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	first.signal(t, syscall.SIGKILL)
+	first.wait(t, 10*time.Second)
+	if strings.Contains(first.log(), "snapshot: done") || !markerExists() {
+		t.Fatalf("the snapshot finished before the kill (marker %s present: %v); make it longer", marker, markerExists())
+	}
+	slotAt := confirmedFlush(t, f.admin, f.name)
+	sentBefore, err := endOffsets(context.Background(), testbed.KafkaBrokers(t), []string{topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// While no relay runs: rows inserted after the slot's consistent point,
+	// and one inserted and deleted in the same transaction (the outbox
+	// pattern that keeps the table empty).
+	want = append(want, insertEvents(t, f.admin, f, 100)...)
+	tx, err := f.admin.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := queryIDs(context.Background(), tx.Conn(), fmt.Sprintf(`INSERT INTO %s.outbox (aggregatetype, aggregateid, payload) VALUES ('orders', 'gone', '{}') RETURNING id`, f.name))
+	if err == nil {
+		_, err = tx.Exec(context.Background(), fmt.Sprintf(`DELETE FROM %s.outbox WHERE id = $1`, f.name), deleted[0])
+	}
+	if err == nil {
+		err = tx.Commit(context.Background())
+	}
+	if err != nil {
+		t.Fatalf("insert and delete in one transaction: %v", err)
+	}
+	want = append(want, deleted...)
+
+	second := startRelay(t, cfg)
+	f.waitStreaming(t)
+	want = append(want, insertEvents(t, f.admin, f, 100)...)
+	recs := f.consume(t, topic, len(want), 90*time.Second, 2*time.Second)
+	counts := countIDs(recs)
+	missing := 0
+	for _, id := range want {
+		if counts[id] == 0 {
+			missing++
+		}
+	}
+	if missing != 0 {
+		t.Errorf("%d of %d events missing after a relay was killed during the initial snapshot", missing, len(want))
+	}
+	if markerExists() {
+		t.Errorf("marker slot %s still exists after the second snapshot finished", marker)
+	}
+	if !strings.Contains(second.log(), "the initial snapshot of this slot did not finish") {
+		t.Errorf("the second relay did not say it redoes the snapshot; log:\n%s", second.logTail(30))
+	}
+	n, _ := strconv.Atoi(second.logValue("snapshot: done", "rows"))
+	if n < existing+100 {
+		t.Errorf("the second snapshot read %d rows; want at least the %d that existed and the 100 inserted after the kill", n, existing+100)
+	}
+	t.Logf("killed after %d snapshot records (slot still at its consistent point %s); the second relay read %d rows again; %d events, %d records, %d missing, %d duplicates",
+		sentBefore[partitionKey{topic, 0}], slotAt, n, len(want), len(recs), missing, len(recs)-len(counts))
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/replication"
 )
 
 // Admin opens a superuser connection to the bed's order_db, closed at the
@@ -54,10 +56,11 @@ func Exec(t testing.TB, conn *pgx.Conn, sql ...string) {
 	}
 }
 
-// DropSlot removes a replication slot if it exists and is not in use.
+// DropSlot removes a replication slot, and the marker of its unfinished
+// initial snapshot, if they exist and are not in use.
 func DropSlot(t testing.TB, conn *pgx.Conn, slot string) {
 	t.Helper()
-	Exec(t, conn, fmt.Sprintf(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '%s' AND NOT active`, slot))
+	Exec(t, conn, fmt.Sprintf(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name IN ('%s', '%s') AND NOT active`, slot, replication.SnapshotMarker(slot)))
 }
 
 // WaitSlotActive waits until a walsender holds the slot and the slot has
