@@ -138,8 +138,8 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 	if err != nil {
 		return nil, err
 	}
-	var exists, allTables bool
-	err = conn.QueryRow(ctx, `SELECT true, puballtables FROM pg_publication WHERE pubname = $1`, cfg.Publication).Scan(&exists, &allTables)
+	var exists, allTables, viaRoot bool
+	err = conn.QueryRow(ctx, `SELECT true, puballtables, pubviaroot FROM pg_publication WHERE pubname = $1`, cfg.Publication).Scan(&exists, &allTables, &viaRoot)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("preflight: reading publication %q: %w", cfg.Publication, err)
 	}
@@ -162,6 +162,19 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 			covered = append(covered, t)
 		} else {
 			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 && !viaRoot {
+		// A partitioned table's changes come under its partitions' names
+		// unless the publication publishes them via the root.
+		partitioned, err := queryStrings(ctx, conn, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.relkind = 'p' AND n.nspname || '.' || c.relname = ANY($1) ORDER BY 1`, missing)
+		if err != nil {
+			return nil, fmt.Errorf("preflight: reading partitioned tables: %w", err)
+		}
+		if len(partitioned) > 0 {
+			return nil, fmt.Errorf("preflight: %w: %s is partitioned and publication %q publishes its rows under the names of its partitions; outboxrelay needs them under the table's own name: run ALTER PUBLICATION %s SET (publish_via_partition_root = true);",
+				ErrPublication, strings.Join(partitioned, ", "), cfg.Publication, QuoteIdent(cfg.Publication))
 		}
 	}
 	if len(missing) > 0 {
@@ -201,11 +214,14 @@ func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables 
 	return nil
 }
 
-// IncludedTables lists the ordinary tables whose schema.table matches
-// table.include.list.
+// IncludedTables lists the ordinary and partitioned tables whose
+// schema.table matches table.include.list. Partitions are left out: a
+// partitioned outbox is streamed under its own name (the publication
+// publishes via the root), so its partitions are not tables of their own.
 func IncludedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string, error) {
 	all, err := queryStrings(ctx, conn, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'`)
+		WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'`)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: listing tables: %w", err)
 	}
