@@ -36,7 +36,7 @@ type Checkpoint struct {
 	mu        sync.Mutex
 	confirmed pglogrepl.LSN
 	open      *Tx   // the transaction between Begin and Commit, if any
-	queue     []*Tx // transactions not yet confirmed, in commit order; open is last
+	queue     []*Tx // transactions not yet confirmed, in commit order; open is last; a committed one with nothing in flight is folded into the one before it
 	inFlight  int   // records added and not acknowledged, abandoned ones included
 	err       error // first failure
 	corrupt   bool  // an API misuse made the counts untrustworthy: nothing advances
@@ -150,6 +150,16 @@ func (t *Tx) Commit(commitLSN, endLSN pglogrepl.LSN) error {
 	t.endLSN = endLSN
 	t.committed = true
 	c.open = nil
+	if n := len(c.queue); t.outstanding == 0 && n >= 2 && !c.queue[n-2].failed {
+		// Nothing of it waits for Kafka: it is done when the transaction
+		// before it is. Folding it into that one keeps the queue at one
+		// entry per transaction with records in flight, however many
+		// transactions without outbox rows commit while Kafka is slow.
+		prev := c.queue[n-2]
+		prev.endLSN = max(prev.endLSN, endLSN)
+		c.queue[n-1] = nil
+		c.queue = c.queue[:n-1]
+	}
 	c.advanceLocked()
 	return nil
 }

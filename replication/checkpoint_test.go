@@ -343,3 +343,37 @@ func TestCheckpointConcurrentAckers(t *testing.T) {
 		t.Errorf("after all acks: InFlight() = %d, Err() = %v", c.InFlight(), c.Err())
 	}
 }
+
+// TestCheckpointQueueBoundedByRecords: transactions without outbox rows
+// (other tables, updates, PostgreSQL 13's empty Begin/Commit) keep
+// committing while one record waits for Kafka. The queue must not grow
+// with them, and the confirmed LSN still reaches the last of them once the
+// record is acknowledged, never before.
+func TestCheckpointQueueBoundedByRecords(t *testing.T) {
+	c := NewCheckpoint(0)
+	held := committed(t, c, 0, 1)
+	const empty = 100000
+	for i := 1; i <= empty; i++ {
+		committed(t, c, i, 0)
+		if c.Confirmed() != 0 {
+			t.Fatalf("after empty transaction %d: confirmed %s while transaction 0 waits for Kafka", i, c.Confirmed())
+		}
+	}
+	c.mu.Lock()
+	n := len(c.queue)
+	c.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d transactions queued behind one record; want 1 entry", n)
+	}
+	// A transaction with records after them keeps its own entry.
+	last := committed(t, c, empty+1, 2)
+	held.Ack(nil)
+	if got := c.Confirmed(); got != endLSN(empty) {
+		t.Fatalf("confirmed %s after the held record's ack; want the end of the last empty transaction %s", got, endLSN(empty))
+	}
+	last.Ack(nil)
+	last.Ack(nil)
+	if got := c.Confirmed(); got != endLSN(empty+1) {
+		t.Fatalf("confirmed %s; want %s", got, endLSN(empty+1))
+	}
+}
