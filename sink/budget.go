@@ -38,15 +38,38 @@ func (b *budget) acquire(ctx, closing context.Context, n int64) error {
 	})
 }
 
+// release gives back one record and its n bytes.
 func (b *budget) release(n int64) {
 	b.mu.Lock()
 	b.bytes -= n
 	b.records--
+	b.notifyLocked()
+	b.mu.Unlock()
+}
+
+// releaseBytes gives back a record's n bytes before its callback runs, so
+// a caller whose own limit equals buffer.memory finds room as soon as it
+// has seen the acknowledgement; releaseRecord, after the callback, lets
+// Flush return.
+func (b *budget) releaseBytes(n int64) {
+	b.mu.Lock()
+	b.bytes -= n
+	b.notifyLocked()
+	b.mu.Unlock()
+}
+
+func (b *budget) releaseRecord() {
+	b.mu.Lock()
+	b.records--
+	b.notifyLocked()
+	b.mu.Unlock()
+}
+
+func (b *budget) notifyLocked() {
 	if b.waiters > 0 {
 		close(b.changed)
 		b.changed = make(chan struct{})
 	}
-	b.mu.Unlock()
 }
 
 // waitEmpty returns once every acquired record has been released.

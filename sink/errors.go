@@ -1,8 +1,11 @@
 package sink
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 
 	kafka "github.com/segmentio/kafka-go"
 )
@@ -27,9 +30,10 @@ var (
 )
 
 // RecordError is a record Kafka will not take however often it is retried
-// (too large, bad topic, not authorized, ...). It is poison for the relay:
-// with errors.tolerance=none the caller stops on it, with all it sends the
-// record to the dead-letter topic.
+// (too large, bad topic, not authorized, ...). Returned by Send (a record
+// over max.request.size: the relay's errors.tolerance decides, and may
+// dead-letter it) or passed to the record's callback (the broker refused
+// it: the relay stops before it, whatever errors.tolerance says).
 type RecordError struct {
 	Topic     string
 	Partition int // -1 when the record was never routed
@@ -56,6 +60,9 @@ func (e *RecordError) Unwrap() error { return e.Err }
 func retryable(err error) bool {
 	if errors.Is(err, ErrClosed) || errors.Is(err, ErrTopicMissing) || errors.Is(err, ErrNoSuchPartition) || errors.Is(err, ErrRecordTooLarge) {
 		return false
+	}
+	if certFailure(err) {
+		return false // it will not verify on the next try either
 	}
 	var ke kafka.Error
 	if !errors.As(err, &ke) {
@@ -92,10 +99,26 @@ func authFailure(err error) bool {
 	return errors.As(err, &ke) && (ke == kafka.SASLAuthenticationFailed || ke == kafka.UnsupportedSASLMechanism || ke == kafka.IllegalSASLState)
 }
 
+// certFailure reports a broker certificate that does not verify.
+func certFailure(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify)
+}
+
 // explain adds the fix to errors whose cure is a config change.
 func explain(err error) error {
 	var ke kafka.Error
+	var header tls.RecordHeaderError
 	switch {
+	case certFailure(err):
+		return fmt.Errorf("%w (check %s: the CA that signed the broker's certificate, and that bootstrap.servers names a host the certificate covers)", err, KeyTruststoreLocation)
+	case errors.As(err, &header):
+		return fmt.Errorf("%w (the listener does not speak TLS: check %s)", err, KeySecurityProtocol)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w (the broker closed the connection: if it keeps doing so, does the listener expect TLS or SASL? check %s)", err, KeySecurityProtocol)
 	case authFailure(err):
 		return fmt.Errorf("%w (check %s and %s)", err, KeySASLMechanism, KeySASLJAASConfig)
 	case errors.As(err, &ke) && ke == kafka.MessageSizeTooLarge:

@@ -27,8 +27,6 @@ type partitionWorker struct {
 	// timer reset per event, most of the relay's CPU.
 	lingering bool
 	wake      chan struct{} // capacity 1: "the queue changed"
-
-	reader batchReader // reused by every produce request of this worker
 }
 
 func newPartitionWorker(p *Producer, key topicPartition) *partitionWorker {
@@ -194,15 +192,17 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 func (w *partitionWorker) produce(batch []*pending) error {
 	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
 	defer cancel()
-	w.reader.reset(batch)
+	// A reader per request: when ctx ends, Produce returns while kafka-go's
+	// connection goroutine may still be encoding from it, so a reader
+	// shared with the retry would be read by both.
+	reader := &batchReader{batch: batch}
 	res, err := w.p.client.Produce(ctx, &kafka.ProduceRequest{
 		Topic:        w.key.topic,
 		Partition:    w.key.partition,
 		RequiredAcks: kafka.RequireAll,
 		Compression:  w.p.cfg.Compression,
-		Records:      &w.reader,
+		Records:      reader,
 	})
-	w.reader.reset(nil)
 	if err != nil {
 		return err
 	}

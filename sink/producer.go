@@ -162,8 +162,7 @@ func (p *Producer) workerLocked(topic string, partition int) *partitionWorker {
 	return w
 }
 
-// ack reports pe's fate and frees its room in the budget; after the
-// callback, so that Flush returning means every callback has run.
+// ack reports pe's fate and frees its room in the budget.
 func (p *Producer) ack(pe *pending, err error) {
 	if err != nil && !errors.Is(err, ErrClosed) {
 		var re *RecordError
@@ -171,8 +170,13 @@ func (p *Producer) ack(pe *pending, err error) {
 			err = &RecordError{Topic: pe.topic, Partition: pe.partition, EventID: pe.eventID, Err: explain(err)}
 		}
 	}
+	// The bytes first: a caller that bounds its own in-flight bytes by
+	// buffer.memory may send again as soon as onAck returns, and must not
+	// find the buffer still full. The record after: Flush returns only
+	// once every onAck has returned.
+	p.budget.releaseBytes(int64(pe.size))
 	pe.onAck(err)
-	p.budget.release(int64(pe.size))
+	p.budget.releaseRecord()
 }
 
 // Flush waits until every record sent so far has been acknowledged (its
@@ -226,6 +230,16 @@ func (p *Producer) refreshMetadata() {
 	p.transport.CloseIdleConnections()
 }
 
+// refreshMetadataNow is refreshMetadata without the rate limit, for an
+// answer that must be fresh: before calling a topic or partition missing.
+// A refresh a moment ago may predate the topic's creation.
+func (p *Producer) refreshMetadataNow() {
+	p.refreshMu.Lock()
+	defer p.refreshMu.Unlock()
+	p.lastRefresh = time.Now()
+	p.transport.CloseIdleConnections()
+}
+
 // backoff returns the wait before retry number attempt (1-based): capped
 // exponential with jitter, so many partitions do not retry in lockstep.
 func (p *Producer) backoff(attempt int) time.Duration {
@@ -268,7 +282,7 @@ func (r *retryLog) failed(err error, wait time.Duration) {
 	}
 	if r.attempt == 1 || now.Sub(r.last) >= 10*time.Second {
 		r.last = now
-		r.log.Warn("retrying "+r.what, append([]any{"error", err, "attempt", r.attempt, "failing_since", r.since, "next_in", wait}, r.attrs...)...)
+		r.log.Warn("retrying "+r.what, append([]any{"error", explain(err), "attempt", r.attempt, "failing_since", r.since, "next_in", wait}, r.attrs...)...)
 	}
 }
 

@@ -103,19 +103,16 @@ func recordSize(r Record) int {
 	return n
 }
 
-// batchReader hands a batch's records to kafka-go's encoder. It reuses one
-// Record and two byte readers, so encoding a batch allocates nothing per
-// record; kafka-go consumes each record before asking for the next.
+// batchReader hands a batch's records to kafka-go's encoder, for one
+// produce request. It reuses one Record and two byte readers, so encoding a
+// batch allocates nothing per record; kafka-go consumes each record before
+// asking for the next.
 type batchReader struct {
 	batch []*pending
 	i     int
 	rec   kafka.Record
 	key   byteReader
 	value byteReader
-}
-
-func (b *batchReader) reset(batch []*pending) {
-	b.batch, b.i = batch, 0
 }
 
 func (b *batchReader) ReadRecord() (*kafka.Record, error) {

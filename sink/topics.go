@@ -163,7 +163,7 @@ func (p *Producer) lookup(ctx context.Context, topic string, need int) (int, err
 	if err != nil && !errors.Is(err, kafka.UnknownTopicOrPartition) {
 		return 0, err
 	}
-	p.refreshMetadata()
+	p.refreshMetadataNow()
 	n, err = p.partitionCount(ctx, topic, false)
 	if err == nil || !errors.Is(err, kafka.UnknownTopicOrPartition) {
 		// A fresh count, even one below need: the caller fails the

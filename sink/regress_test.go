@@ -1,0 +1,74 @@
+package sink
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// TestCloseWhileEncoding: Close (or a request timeout) ends Produce while
+// kafka-go's connection goroutine may still be encoding the batch. Each
+// request has its own reader, so nothing else touches the one it encodes
+// from; with a reader shared by the worker's requests, -race reported it.
+func TestCloseWhileEncoding(t *testing.T) {
+	_, addr := newCluster(t, kfake.SeedTopics(1, "orders"))
+	for iter := range 30 {
+		cfg := fastConfig(addr)
+		cfg.Compression = kafka.Gzip // slower encoding: a wider window
+		cfg.Linger = time.Millisecond
+		p, err := NewProducer(cfg, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan struct{})
+		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Value: []byte("x")}, func(error) { close(first) }); err != nil {
+			t.Fatal(err)
+		}
+		<-first
+		for i := range 250 {
+			v := make([]byte, 1000)
+			rand.Read(v)
+			if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte(fmt.Sprint(i)), Value: v}, func(error) {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Duration(1000+iter*100) * time.Microsecond)
+		p.Close()
+	}
+}
+
+// TestTopicCreatedAfterRecentRefresh: a metadata refresh (after any
+// NOT_LEADER) and, within the second, an operator creates a topic: the
+// first record to it must find it, not fail with ErrTopicMissing because
+// the rate-limited refresh was skipped and the cache predates the topic.
+func TestTopicCreatedAfterRecentRefresh(t *testing.T) {
+	_, addr := newCluster(t, kfake.SeedTopics(1, "orders"), kfake.AllowAutoTopicCreation())
+	cfg := fastConfig(addr)
+	cfg.AllowAutoCreateTopics = false
+	p := newTestProducer(t, cfg)
+	ctx := context.Background()
+	p.refreshMetadata()
+	if _, err := p.TopicPartitions(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(addr), Transport: tr}
+	res, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "fresh", NumPartitions: 1, ReplicationFactor: 1}}})
+	if err != nil || res.Errors["fresh"] != nil {
+		t.Fatalf("creating topic fresh: %v %v", err, res.Errors["fresh"])
+	}
+	time.Sleep(200 * time.Millisecond)
+	done := make(chan error, 1)
+	if err := p.Send(ctx, Record{Topic: "fresh", Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: "e1"}, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("record to a topic that exists failed: %v", err)
+	}
+}
