@@ -117,7 +117,7 @@ func Run(ctx context.Context, opt Options) error {
 			failingSince = started
 		}
 		state(&opt, StateRetrying)
-		opt.Log.Warn("replication: connection lost, reconnecting",
+		opt.Log.Warn("replication: session failed, retrying",
 			"err", err, "attempt", attempt, "failing_since", failingSince.Format(time.RFC3339), "backoff", backoff.String(),
 			"resume_from", confirmed.String())
 		select {
@@ -254,6 +254,14 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	snapshot := false
 	switch {
 	case !srv.Slot.Exists:
+		if *confirmed != 0 {
+			// The slot was dropped while this process streamed from it.
+			// What this process confirmed belongs to the old slot: the
+			// new one starts at its own consistent point, never later.
+			log.Warn("the replication slot was gone and is created again: transactions committed between the last confirmed LSN and the new slot's consistent point are not streamed",
+				"slot", cfg.Slot, "last_confirmed", confirmed.String())
+			*confirmed = 0
+		}
 		if wantSnapshot {
 			// Before the slot: a crash between the two must not leave a
 			// slot whose snapshot looks done.
@@ -291,8 +299,13 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 			return err
 		}
 	}
-	if snapshot && cfg.SnapshotMode == SnapshotInitialOnly {
-		log.Info("snapshot.mode=initial_only: snapshot done, stopping")
+	if cfg.SnapshotMode == SnapshotInitialOnly {
+		if !snapshot {
+			log.Info("snapshot.mode=initial_only: the slot's snapshot was done before; nothing to stream, stopping", "slot", cfg.Slot)
+			return errStop
+		}
+		log.Info("snapshot.mode=initial_only: snapshot done, stopping; the slot stays at its consistent point and keeps WAL until a relay streams from it or it is dropped",
+			"slot", cfg.Slot, "drop", fmt.Sprintf("SELECT pg_drop_replication_slot('%s');", cfg.Slot))
 		if err := opt.Sink.Flush(ctx); err != nil {
 			return fmt.Errorf("flushing snapshot records: %w", err)
 		}
@@ -321,7 +334,28 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	s.lastStatus = time.Now()
 	s.lastConfirmed = start
 	err = s.loop(ctx)
-	return s.finish(err)
+	err = s.finish(err)
+	if cfg.DropSlotOnStop && errors.Is(context.Cause(ctx), context.Canceled) && (err == nil || errors.Is(err, context.Canceled)) {
+		s.dropOnStop()
+	}
+	return err
+}
+
+// dropOnStop drops the slot after an orderly stop (slot.drop.on.stop), on
+// the replication connection, which finish has taken out of streaming.
+func (s *session) dropOnStop() {
+	if n := s.ck.InFlight(); n > 0 {
+		s.log.Warn("stopping: the slot is kept although slot.drop.on.stop is set: Kafka did not acknowledge every record, and they would be lost with it", "in_flight", n)
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := dropSlot(dctx, s.conn, s.cfg.Slot); err != nil {
+		s.log.Warn("stopping: the slot was not dropped; drop it by hand if it is no longer needed", "err", err,
+			"sql", fmt.Sprintf("SELECT pg_drop_replication_slot('%s');", s.cfg.Slot))
+		return
+	}
+	s.log.Info("replication slot dropped (slot.drop.on.stop)", "slot", s.cfg.Slot)
 }
 
 // finish is the shutdown order of the design: reading has stopped; flush

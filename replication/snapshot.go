@@ -30,6 +30,11 @@ func readSnapshot(ctx context.Context, conn *pgx.Conn, snapshot string, tables [
 			return 0, fmt.Errorf("snapshot: importing exported snapshot %q: %w", snapshot, err)
 		}
 	}
+	// The read lasts as long as Kafka takes to acknowledge the rows; a
+	// statement_timeout of the role would cancel it and start it over.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return 0, fmt.Errorf("snapshot: SET LOCAL statement_timeout = 0: %w", err)
+	}
 	total := 0
 	for _, table := range tables {
 		n, err := readTable(ctx, tx, table, emit, log)

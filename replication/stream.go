@@ -273,6 +273,9 @@ func (s *session) row(ctx context.Context, at pglogrepl.LSN, op router.Op, relID
 		s.skip("other_table")
 		return nil
 	}
+	if s.tx == nil {
+		return fmt.Errorf("decoding pgoutput at %s: %s row outside a transaction (no Begin before it)", at, rel.QualifiedName())
+	}
 	if len(t.Columns) != len(rel.Columns) {
 		return fmt.Errorf("decoding pgoutput at %s: %s row has %d columns, its Relation message %d", at, rel.QualifiedName(), len(t.Columns), len(rel.Columns))
 	}
@@ -310,7 +313,11 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 			return err
 		}
 		s.tx.Add(1)
-		return s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0, ev.CommitTime))
+		if err := s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0, ev.CommitTime)); err != nil {
+			s.budget.Release(1, 0) // its ack will never come
+			return err
+		}
+		return nil
 	}
 	if len(s.records) == 0 {
 		s.skip(skipReason(ev.Op))
@@ -318,7 +325,7 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 	}
 	for i := range s.records {
 		rec := &s.records[i]
-		size := int64(len(rec.Key) + len(rec.Value))
+		size := recordBytes(rec)
 		if err := s.acquire(ctx, 1, size); err != nil {
 			return err
 		}
@@ -327,11 +334,13 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 		if err := s.opt.Sink.Send(ctx, rec, ack); err != nil {
 			err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, pglogrepl.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
 			if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
-				if err := s.opt.Poison(ctx, ev, rec, err, ack); err != nil {
-					return err
+				err = s.opt.Poison(ctx, ev, rec, err, s.ackerFor("", size, ev.CommitTime))
+				if err == nil {
+					continue
 				}
-				continue
 			}
+			// The sink did not take it: its ack will never come.
+			s.budget.Release(1, size)
 			return err
 		}
 	}
@@ -419,18 +428,35 @@ func (s *session) maybeHeartbeat(ctx context.Context) error {
 		}
 	}
 	rec := s.opt.Router.Heartbeat(s.cfg.HeartbeatTopic, s.lastHeartbeat)
-	size := int64(len(rec.Key) + len(rec.Value))
+	size := recordBytes(&rec)
 	if err := s.acquire(ctx, 1, size); err != nil {
 		return err
 	}
 	// A heartbeat belongs to no transaction: its outcome never moves or
 	// holds the confirmed LSN, and a failed one only warrants a warning.
-	return s.opt.Sink.Send(ctx, &rec, func(err error) {
+	err := s.opt.Sink.Send(ctx, &rec, func(err error) {
 		s.budget.Release(1, size)
 		if err != nil {
 			s.log.Warn("heartbeat not delivered", "topic", rec.Topic, "err", err)
 		}
 	})
+	if err != nil {
+		s.budget.Release(1, size)
+	}
+	return err
+}
+
+// recordBytes is what a record counts against MaxInFlightBytes: key,
+// value, headers and a per-record allowance no smaller than what a Kafka
+// producer counts for framing, so that a sink whose buffer is as large as
+// the budget never has to block Send (a blocked Send would stop the
+// answers to the server's keepalives).
+func recordBytes(r *router.Record) int64 {
+	n := int64(len(r.Key)+len(r.Value)) + 64
+	for _, h := range r.Headers {
+		n += int64(10 + len(h.Key) + len(h.Value))
+	}
+	return n
 }
 
 func skipReason(op router.Op) string {

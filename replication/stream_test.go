@@ -320,3 +320,51 @@ func TestReplicaIdentityFull(t *testing.T) {
 		t.Fatalf("sent %d records (%v); want 3: the insert, the key-changing update, the last insert", len(got), got)
 	}
 }
+
+// TestDropSlotOnStop: with slot.drop.on.stop the slot is gone after an
+// orderly stop, once everything sent was acknowledged; without it, it stays.
+func TestDropSlotOnStop(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("drop=%t", drop), func(t *testing.T) {
+			f := newStreamFixture(t, map[string]string{"slot.drop.on.stop": strconv.FormatBool(drop)})
+			sink := &holdingSink{}
+			stop := f.run(t, sink)
+			f.insert(t, 3, "d")
+			waitFor(t, "the rows", 20*time.Second, func() bool { return len(sink.sent()) == 3 })
+			if err := stop(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			var n int
+			if err := f.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1`, f.name).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 1, true: 0}[drop]; n != want {
+				t.Fatalf("slot.drop.on.stop=%t: %d slots named %s after the stop; want %d", drop, n, f.name, want)
+			}
+		})
+	}
+}
+
+// TestInitialOnlyDoesNotStream: snapshot.mode=initial_only reads the rows
+// once and stops; started again on the same slot, it stops at once
+// without streaming what was inserted meanwhile.
+func TestInitialOnlyDoesNotStream(t *testing.T) {
+	f := newStreamFixture(t, map[string]string{"snapshot.mode": "initial_only"})
+	f.insert(t, 5, "s")
+	for round := 1; round <= 2; round++ {
+		sink := &holdingSink{}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := replication.Run(ctx, replication.Options{Config: &f.cfg, Router: f.rt, Sink: sink,
+			Log: slog.New(slog.NewTextHandler(&testLog{t: t}, nil))})
+		timedOut := ctx.Err()
+		cancel()
+		if err != nil || timedOut != nil {
+			t.Fatalf("round %d: Run returned %v (ctx %v); want it to stop by itself with nil", round, err, timedOut)
+		}
+		want := map[int]int{1: 5, 2: 0}[round]
+		if got := len(sink.sent()); got != want {
+			t.Fatalf("round %d: sent %d records; want %d", round, got, want)
+		}
+		f.insert(t, 2, "later")
+	}
+}

@@ -230,6 +230,9 @@ func wire(cfg *config.Config, log *slog.Logger) (replication.Options, *sink.Prod
 		Sink:   &producerSink{p: producer},
 		Log:    log,
 		Poison: poison,
+		// The stream stops reading at buffer.memory, answering the
+		// server while it waits; the producer then never blocks Send.
+		MaxInFlightBytes: scfg.BufferMemory,
 	}, producer, nil
 }
 

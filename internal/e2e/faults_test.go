@@ -387,13 +387,13 @@ func finishFault(t *testing.T, b *privateBed, f *fixture, r *relayProc, what str
 		t.Fatalf("%s: the relay exited: %v", what, r.waitErr)
 	}
 	r.stop(t, 15*time.Second)
-	reconnects := grepLines(r.log(), "connection lost, reconnecting")
+	reconnects := grepLines(r.log(), "session failed, retrying")
 	t.Logf("%s: load %s; the relay logged %d reconnect attempts", what, stats, len(reconnects))
 	for _, line := range reconnects[:min(len(reconnects), 5)] {
 		t.Logf("relay: %s", line)
 	}
 	if len(reconnects) == 0 {
-		t.Errorf("%s: the relay logged no `connection lost, reconnecting`", what)
+		t.Errorf("%s: the relay logged no `session failed, retrying`", what)
 	}
 	rep, _, _ := b.verifyOutbox(t, f)
 	requireComplete(t, what, rep)
