@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 )
@@ -47,6 +48,7 @@ type Checkpoint struct {
 // checkpoint's mutex.
 type Tx struct {
 	c           *Checkpoint
+	commitTime  time.Time // from Begin; zero for a snapshot
 	finalLSN    pglogrepl.LSN
 	endLSN      pglogrepl.LSN
 	outstanding int
@@ -73,12 +75,17 @@ func NewCheckpoint(start pglogrepl.LSN) *Checkpoint {
 // Protocol version 1 never interleaves transactions, so a Begin while
 // another transaction is open is an error.
 func (c *Checkpoint) Begin(finalLSN pglogrepl.LSN) (*Tx, error) {
+	return c.BeginAt(finalLSN, time.Time{})
+}
+
+// BeginAt is Begin with the transaction's commit time, for Oldest.
+func (c *Checkpoint) BeginAt(finalLSN pglogrepl.LSN, commitTime time.Time) (*Tx, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.open != nil {
 		return nil, fmt.Errorf("checkpoint: Begin of transaction %s while transaction %s is open", finalLSN, c.open.finalLSN)
 	}
-	t := &Tx{c: c, finalLSN: finalLSN}
+	t := &Tx{c: c, finalLSN: finalLSN, commitTime: commitTime}
 	c.open = t
 	c.queue = append(c.queue, t)
 	return t, nil
@@ -207,6 +214,18 @@ func (c *Checkpoint) Confirmed() pglogrepl.LSN {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.confirmed
+}
+
+// Oldest returns the commit time of the oldest transaction not yet
+// confirmed (being decoded, or waiting for Kafka), or the zero time when
+// every transaction is confirmed (or the oldest is a snapshot).
+func (c *Checkpoint) Oldest() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return time.Time{}
+	}
+	return c.queue[0].commitTime
 }
 
 // InFlight returns how many records are sent and not yet acknowledged.

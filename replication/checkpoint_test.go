@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 )
@@ -375,5 +376,34 @@ func TestCheckpointQueueBoundedByRecords(t *testing.T) {
 	last.Ack(nil)
 	if got := c.Confirmed(); got != endLSN(empty+1) {
 		t.Fatalf("confirmed %s; want %s", got, endLSN(empty+1))
+	}
+}
+
+// TestCheckpointOldest: the commit time of the oldest unconfirmed
+// transaction, for the lag metric; transactions folded into an earlier
+// one do not change it, and it is zero once everything is confirmed.
+func TestCheckpointOldest(t *testing.T) {
+	c := NewCheckpoint(0)
+	if !c.Oldest().IsZero() {
+		t.Fatal("Oldest of an empty checkpoint is not zero")
+	}
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	first, err := c.BeginAt(commitLSN(1), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Add(1)
+	commit(t, first, 1)
+	empty, err := c.BeginAt(commitLSN(2), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, empty, 2)
+	if got := c.Oldest(); !got.Equal(t0) {
+		t.Fatalf("Oldest = %v, want the held transaction's %v", got, t0)
+	}
+	first.Ack(nil)
+	if got := c.Oldest(); !got.IsZero() || c.Confirmed() != endLSN(2) {
+		t.Fatalf("after the ack: Oldest %v, confirmed %s; want zero and %s", got, c.Confirmed(), endLSN(2))
 	}
 }

@@ -1,12 +1,16 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Snapshot modes (connector key snapshot.mode).
@@ -199,9 +203,10 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// DSN is the libpq keyword/value connection string. replication adds
-// replication=database for the walsender connection.
-func (c *Config) DSN(replication bool) string {
+// dsn is the libpq keyword/value string of the connection, without the
+// password: a parse error may quote the string, and pgx masks a password
+// in it only up to the first escaped quote.
+func (c *Config) dsn(replication bool) string {
 	var b strings.Builder
 	kv := func(k, v string) {
 		if v == "" {
@@ -218,7 +223,6 @@ func (c *Config) DSN(replication bool) string {
 	kv("host", c.Host)
 	kv("port", strconv.Itoa(c.Port))
 	kv("user", c.User)
-	kv("password", c.Password)
 	kv("dbname", c.DBName)
 	kv("sslmode", c.SSLMode)
 	kv("sslrootcert", c.SSLRootCert)
@@ -229,6 +233,49 @@ func (c *Config) DSN(replication bool) string {
 		kv("replication", "database")
 	}
 	return b.String()
+}
+
+// ErrConnSettings: the connection settings cannot be used as they are (a
+// TLS file that cannot be read, a bad value). Not retryable.
+var ErrConnSettings = errors.New("connection settings")
+
+// ConnConfig is the ordinary connection's configuration, the password set
+// as a field rather than written into a string.
+func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
+	cc, err := pgx.ParseConfig(c.dsn(false))
+	if err != nil {
+		return nil, c.settingsError(err)
+	}
+	cc.Password = c.Password
+	return cc, nil
+}
+
+// ReplicationConfig is the replication connection's configuration.
+func (c *Config) ReplicationConfig() (*pgconn.Config, error) {
+	cc, err := pgconn.ParseConfig(c.dsn(true))
+	if err != nil {
+		return nil, c.settingsError(err)
+	}
+	cc.Password = c.Password
+	return cc, nil
+}
+
+// Connect opens an ordinary connection as the relay's role.
+func (c *Config) Connect(ctx context.Context) (*pgx.Conn, error) {
+	cc, err := c.ConnConfig()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, connectError("connecting", c, err)
+	}
+	return conn, nil
+}
+
+func (c *Config) settingsError(err error) error {
+	return fmt.Errorf("%w for %s:%d/%s as %s: %w; check database.sslrootcert, database.sslcert, database.sslkey and database.sslmode",
+		ErrConnSettings, c.Host, c.Port, c.DBName, c.User, err)
 }
 
 // Includes reports whether schema.table is one of the outbox tables.

@@ -102,3 +102,52 @@ func TestRunGivesUpAfterMaxRetries(t *testing.T) {
 		t.Fatalf("Run: %v; want it to give up after 2 retries", err)
 	}
 }
+
+// TestConnSettingsNeverShowThePassword: the password is a field of the
+// connection config, never part of a string a parse error could quote. A
+// quote in it used to end pgx's masking early: "password=xxxxx tail'".
+// A TLS file that cannot be read is a settings error, not retried.
+func TestConnSettingsNeverShowThePassword(t *testing.T) {
+	m := baseConfig()
+	m["database.password"] = `s3cr'et tail-of-password\`
+	m["database.sslmode"] = "verify-full"
+	m["database.sslrootcert"] = "/nonexistent/ca.pem"
+	cfg, err := ParseConfig(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func() error{
+		"ConnConfig":        func() error { _, err := cfg.ConnConfig(); return err },
+		"ReplicationConfig": func() error { _, err := cfg.ReplicationConfig(); return err },
+		"Connect":           func() error { _, err := cfg.Connect(context.Background()); return err },
+	} {
+		err := f()
+		if err == nil {
+			t.Fatalf("%s: no error for an unreadable database.sslrootcert", name)
+		}
+		if msg := err.Error(); strings.Contains(msg, "tail-of") || strings.Contains(msg, "s3cr") {
+			t.Errorf("%s: the error shows the password: %s", name, msg)
+		}
+		if !strings.Contains(err.Error(), "database.sslrootcert") || Retryable(err) {
+			t.Errorf("%s: %v (retryable %v); want a settings error naming database.sslrootcert, not retried", name, err, Retryable(err))
+		}
+	}
+
+	m["database.sslmode"] = "disable"
+	delete(m, "database.sslrootcert")
+	cfg, err = ParseConfig(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cfg.ConnConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Password != m["database.password"] || cc.User != "u" || cc.Database != "d" || cc.RuntimeParams["application_name"] != "outboxrelay" {
+		t.Errorf("ConnConfig: password %q user %q database %q params %v", cc.Password, cc.User, cc.Database, cc.RuntimeParams)
+	}
+	rc, err := cfg.ReplicationConfig()
+	if err != nil || rc.Password != m["database.password"] || rc.RuntimeParams["replication"] != "database" {
+		t.Errorf("ReplicationConfig: %v, password %q, params %v", err, rc.Password, rc.RuntimeParams)
+	}
+}

@@ -26,6 +26,10 @@ type Observer interface {
 	Received(confirmed, serverWALEnd pglogrepl.LSN)
 	// Confirmed: a standby status update confirmed lsn to the server.
 	Confirmed(lsn pglogrepl.LSN)
+	// Pending: after each standby status update (at least every
+	// status.update.interval.ms while streaming), the commit time of the
+	// oldest transaction not yet confirmed; zero when there is none.
+	Pending(oldest time.Time)
 	// State: the relay entered a state: standby, connected, snapshot,
 	// streaming, retrying or stopped. The replication package logs each
 	// change once itself; observers need not.

@@ -151,9 +151,9 @@ const lockSQL = `SELECT pg_try_advisory_lock(hashtext('outboxrelay:' || $1))`
 // dies, or loses its connection, releases it without anyone's help.
 func acquireLock(ctx context.Context, opt *Options) (*pgx.Conn, error) {
 	cfg := opt.Config
-	conn, err := pgx.Connect(ctx, cfg.DSN(false))
+	conn, err := cfg.Connect(ctx)
 	if err != nil {
-		return nil, connectError("connecting", cfg, err)
+		return nil, err
 	}
 	standby := false
 	for {
@@ -483,7 +483,7 @@ func Retryable(err error) bool {
 	// A record the sink gave up on is final: the sink already retries
 	// transient Kafka errors forever. Checked before net.Error, because
 	// kafka-go's error codes implement Timeout and Temporary.
-	if errors.Is(err, ErrRecordFailed) {
+	if errors.Is(err, ErrRecordFailed) || errors.Is(err, ErrConnSettings) {
 		return false
 	}
 	// A certificate that does not verify will not verify on the next try.

@@ -211,7 +211,7 @@ func (s *session) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) e
 	m := &s.msg
 	switch m.Type {
 	case MessageBegin:
-		tx, err := s.ck.Begin(m.Begin.FinalLSN)
+		tx, err := s.ck.BeginAt(m.Begin.FinalLSN, m.Begin.CommitTime)
 		if err != nil {
 			return fmt.Errorf("pgoutput Begin at %s: %w", at, err)
 		}
@@ -313,7 +313,7 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 			return err
 		}
 		s.tx.Add(1)
-		if err := s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0, ev.CommitTime)); err != nil {
+		if err := s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0, 0, ev.CommitTime)); err != nil {
 			s.budget.Release(1, 0) // its ack will never come
 			return err
 		}
@@ -330,11 +330,11 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 			return err
 		}
 		s.tx.Add(1)
-		ack := s.ackerFor(rec.Topic, size, ev.CommitTime)
+		ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value), ev.CommitTime)
 		if err := s.opt.Sink.Send(ctx, rec, ack); err != nil {
 			err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, pglogrepl.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
 			if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
-				err = s.opt.Poison(ctx, ev, rec, err, s.ackerFor("", size, ev.CommitTime))
+				err = s.opt.Poison(ctx, ev, rec, err, s.ackerFor("", size, 0, ev.CommitTime))
 				if err == nil {
 					continue
 				}
@@ -347,15 +347,17 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 	return nil
 }
 
-// ackerFor returns the ack callback of one record. A poison row's ack
-// (topic "") is not a publication and is not reported as one.
-func (s *session) ackerFor(topic string, size int64, commitTime time.Time) func(error) {
+// ackerFor returns the ack callback of one record: it gives back size
+// bytes of budget and reports published key+value bytes to the observer. A
+// poison row's ack (topic "") is not a publication and is not reported as
+// one.
+func (s *session) ackerFor(topic string, size int64, published int, commitTime time.Time) func(error) {
 	tx := s.tx
 	return func(err error) {
 		s.budget.Release(1, size)
 		tx.Ack(err)
 		if err == nil && topic != "" && s.opt.Observer != nil {
-			s.opt.Observer.Published(topic, int(size), commitTime)
+			s.opt.Observer.Published(topic, published, commitTime)
 		}
 	}
 }
@@ -404,8 +406,11 @@ func (s *session) maybeStatus(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("sending standby status update (confirmed %s): %w", confirmed, err)
 	}
-	if confirmed != s.lastConfirmed && s.opt.Observer != nil {
-		s.opt.Observer.Confirmed(confirmed)
+	if s.opt.Observer != nil {
+		if confirmed != s.lastConfirmed {
+			s.opt.Observer.Confirmed(confirmed)
+		}
+		s.opt.Observer.Pending(s.ck.Oldest())
 	}
 	s.lastStatus = now
 	s.lastConfirmed = confirmed
@@ -571,11 +576,15 @@ func keyChanged(newT, old *Tuple, key []bool) bool {
 // connect opens the ordinary and the replication connection as the relay's
 // role.
 func connect(ctx context.Context, cfg *Config) (*pgx.Conn, *pgconn.PgConn, error) {
-	conn, err := pgx.Connect(ctx, cfg.DSN(false))
+	rc, err := cfg.ReplicationConfig()
 	if err != nil {
-		return nil, nil, connectError("connecting", cfg, err)
+		return nil, nil, err
 	}
-	repl, err := pgconn.Connect(ctx, cfg.DSN(true))
+	conn, err := cfg.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	repl, err := pgconn.ConnectConfig(ctx, rc)
 	if err != nil {
 		conn.Close(context.Background())
 		return nil, nil, connectError("opening the replication connection", cfg, err)

@@ -14,10 +14,13 @@ SELECT pg_current_wal_insert_lsn() AS snapshot_lsn \gset
 SELECT coalesce(bool_and(confirmed_flush_lsn >= :'snapshot_lsn'), false) AS confirmed
   FROM pg_replication_slots WHERE slot_name = 'public_outbox' \gset
 \if :confirmed
+-- The age test is repeated outside the subquery: in a partitioned table a
+-- ctid is unique only within one partition.
 DELETE FROM public.outbox
  WHERE ctid = ANY(ARRAY(SELECT ctid FROM public.outbox
                          WHERE created_at < now() - interval '7 days'
-                         LIMIT 1000));
+                         LIMIT 1000))
+   AND created_at < now() - interval '7 days';
 \else
 \echo 'slot public_outbox has not confirmed past this snapshot yet; nothing deleted, run again later'
 \endif

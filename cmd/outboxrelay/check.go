@@ -133,9 +133,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func (c *checker) postgres(ctx context.Context) {
 	cfg := c.pg
 	who := fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.DBName)
-	conn, err := pgx.Connect(ctx, cfg.DSN(false))
+	conn, err := cfg.Connect(ctx)
 	if err != nil {
-		c.fail("PostgreSQL connection", who+": "+err.Error(),
+		c.fail("PostgreSQL connection", err.Error(),
 			"check database.hostname, database.port, database.dbname, database.user and database.password (and pg_hba.conf for this client)")
 		return
 	}

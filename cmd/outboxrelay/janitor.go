@@ -116,9 +116,9 @@ func (j *janitor) run(ctx context.Context) {
 // round deletes old confirmed rows from every outbox table, batch by batch,
 // until a batch finds fewer rows than its size.
 func (j *janitor) round(ctx context.Context) (int64, error) {
-	conn, err := pgx.Connect(ctx, j.pg.DSN(false))
+	conn, err := j.pg.Connect(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("janitor: connecting: %w", err)
+		return 0, fmt.Errorf("janitor: %w", err)
 	}
 	defer conn.Close(context.Background())
 	tables, err := replication.IncludedTables(ctx, conn, j.pg)
@@ -172,8 +172,11 @@ func (j *janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int6
 	qt := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
 	col := replication.QuoteIdent(j.cfg.Column)
 	// ctid = ANY(ARRAY(...)) is a TID scan: the batch touches only the rows
-	// it picked, and LIMIT keeps each statement (and its WAL) small.
-	stmt := fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s WHERE %s < now() - $1::bigint * interval '1 millisecond' LIMIT $2))`, qt, qt, col)
+	// it picked, and LIMIT keeps each statement (and its WAL) small. The
+	// age test is repeated outside: in a partitioned table a ctid is unique
+	// only within one partition, and a young row elsewhere may share it.
+	old := fmt.Sprintf(`%s < now() - $1::bigint * interval '1 millisecond'`, col)
+	stmt := fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s WHERE %s LIMIT $2)) AND %s`, qt, qt, old, old)
 	tag, err := tx.Exec(ctx, stmt, j.cfg.Retention.Milliseconds(), j.cfg.Batch)
 	if err != nil {
 		var pgErr *pgconn.PgError

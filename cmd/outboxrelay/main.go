@@ -207,6 +207,10 @@ func wire(cfg *config.Config, log *slog.Logger) (replication.Options, *sink.Prod
 	}
 	pcfg, err := replication.ParseConfig(cfg.Postgres)
 	errs = append(errs, err)
+	if err == nil {
+		_, err = pcfg.ConnConfig() // TLS files readable, values valid
+		errs = append(errs, err)
+	}
 	scfg, err := sink.ParseConfig(cfg.Kafka)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {

@@ -41,13 +41,13 @@ type metrics struct {
 	janitorDeleted prometheus.Counter
 	stateGauge     *prometheus.GaugeVec
 
-	events     atomic.Uint64 // records published, for the progress line's rate
-	confirmed  atomic.Uint64 // pglogrepl.LSN
-	received   atomic.Uint64 // pglogrepl.LSN: the server's WAL end
-	lastCommit atomic.Int64  // unix nanos: commit time of the last published event
-	kafkaOK    atomic.Int64  // unix nanos of the last Kafka success (ack or ping)
-	kafkaFail  atomic.Int64  // unix nanos of the last Kafka failure
-	state      atomic.Value  // string: the last Observer.State
+	events    atomic.Uint64 // records published, for the progress line's rate
+	confirmed atomic.Uint64 // pglogrepl.LSN
+	received  atomic.Uint64 // pglogrepl.LSN: the server's WAL end
+	oldest    atomic.Int64  // unix nanos: commit time of the oldest unconfirmed transaction; 0: none
+	kafkaOK   atomic.Int64  // unix nanos of the last Kafka success (ack or ping)
+	kafkaFail atomic.Int64  // unix nanos of the last Kafka failure
+	state     atomic.Value  // string: the last Observer.State
 
 	// inFlight reports the records and bytes handed to Kafka and not yet
 	// acknowledged (the producer's count); nil before wiring.
@@ -102,7 +102,7 @@ func newMetrics(inFlight func() (int, int64)) *metrics {
 	f.gaugeFunc("outboxrelay_confirmed_lsn", "LSN confirmed to PostgreSQL (everything up to it is in Kafka), as a number.", func() float64 { return float64(m.confirmed.Load()) })
 	f.gaugeFunc("outboxrelay_received_lsn", "The server's WAL end as last reported on the replication connection, as a number.", func() float64 { return float64(m.received.Load()) })
 	f.gaugeFunc("outboxrelay_replication_lag_bytes", "Server WAL end minus confirmed LSN.", func() float64 { return float64(m.lagBytes()) })
-	f.gaugeFunc("outboxrelay_replication_lag_seconds", "Now minus the commit time of the last published event; 0 while nothing waits.", func() float64 { return m.lagSeconds(time.Now()) })
+	f.gaugeFunc("outboxrelay_replication_lag_seconds", "Now minus the commit time of the oldest transaction received and not yet confirmed; 0 when everything received is confirmed.", func() float64 { return m.lagSeconds(time.Now()) })
 	f.gaugeFunc("outboxrelay_records_in_flight", "Records handed to Kafka and not yet acknowledged.", func() float64 { n, _ := m.inFlightNow(); return float64(n) })
 	f.gaugeFunc("outboxrelay_bytes_in_flight", "Bytes of the records handed to Kafka and not yet acknowledged.", func() float64 { _, b := m.inFlightNow(); return float64(b) })
 	f.gaugeFunc("outboxrelay_ready", "1 when /readyz answers 200.", func() float64 {
@@ -154,7 +154,6 @@ func (m *metrics) Published(topic string, bytes int, commitTime time.Time) {
 	if !commitTime.IsZero() {
 		now := time.Now()
 		m.commitToAck.Observe(now.Sub(commitTime).Seconds())
-		m.lastCommit.Store(commitTime.UnixNano())
 	}
 }
 
@@ -181,6 +180,15 @@ func (m *metrics) Skipped(reason string) {
 func (m *metrics) Received(confirmed, serverWALEnd pglogrepl.LSN) {
 	m.received.Store(uint64(serverWALEnd))
 	storeMax(&m.confirmed, uint64(confirmed))
+}
+
+// Pending implements replication.Observer.
+func (m *metrics) Pending(oldest time.Time) {
+	if oldest.IsZero() {
+		m.oldest.Store(0)
+		return
+	}
+	m.oldest.Store(oldest.UnixNano())
 }
 
 // Confirmed implements replication.Observer.
@@ -253,17 +261,16 @@ func (m *metrics) lagBytes() uint64 {
 	return r - c
 }
 
-// lagSeconds is now minus the commit time of the last published event,
-// while something is waiting (records in flight, or WAL received past the
-// confirmed LSN); an idle relay that confirmed everything has no lag, however
-// long ago the last event was.
+// lagSeconds is now minus the commit time of the oldest transaction the
+// relay has received and not confirmed (being decoded or waiting for
+// Kafka): 0 when everything received is confirmed, whatever other tables
+// write meanwhile, and growing while Kafka is down.
 func (m *metrics) lagSeconds(now time.Time) float64 {
-	last := m.lastCommit.Load()
-	n, _ := m.inFlightNow()
-	if last == 0 || (n == 0 && m.lagBytes() == 0) {
+	oldest := m.oldest.Load()
+	if oldest == 0 {
 		return 0
 	}
-	return max(0, now.Sub(time.Unix(0, last)).Seconds())
+	return max(0, now.Sub(time.Unix(0, oldest)).Seconds())
 }
 
 func (m *metrics) inFlightNow() (int, int64) {

@@ -57,16 +57,17 @@ func TestMetricsWiring(t *testing.T) {
 	if got := testutil.CollectAndCount(m.commitToAck); got != 1 {
 		t.Errorf("commit-to-ack histogram has %d series", got)
 	}
-	if lag := m.lagSeconds(time.Now()); lag < 1.5 || lag > 10 {
-		t.Errorf("lag seconds %v while WAL waits; want about 2", lag)
-	}
-	m.Received(0x1800, 0x1800)
 	if lag := m.lagSeconds(time.Now()); lag != 0 {
-		t.Errorf("lag seconds %v with everything confirmed and nothing in flight; want 0", lag)
+		t.Errorf("lag seconds %v before any status update; want 0", lag)
 	}
-	inFlight = 3
-	if lag := m.lagSeconds(time.Now()); lag < 1.5 {
-		t.Errorf("lag seconds %v with records in flight; want about 2", lag)
+	m.Pending(commit)
+	if lag := m.lagSeconds(time.Now()); lag < 1.5 || lag > 10 {
+		t.Errorf("lag seconds %v while a transaction committed 2 s ago waits; want about 2", lag)
+	}
+	m.Received(0x1800, 0x9000) // other tables write: WAL lag, nothing of ours waits
+	m.Pending(time.Time{})
+	if lag := m.lagSeconds(time.Now()); lag != 0 {
+		t.Errorf("lag seconds %v with every received transaction confirmed; want 0", lag)
 	}
 
 	// Readiness: streaming and Kafka's latest answer a recent success.

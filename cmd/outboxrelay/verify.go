@@ -64,9 +64,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	conn, err := pgx.Connect(ctx, pcfg.DSN(false))
+	conn, err := pcfg.Connect(ctx)
 	if err != nil {
-		return errors.New(cfg.Scrub(fmt.Sprintf("verify: connecting to %s:%d/%s: %v", pcfg.Host, pcfg.Port, pcfg.DBName, err)))
+		return errors.New(cfg.Scrub("verify: " + err.Error()))
 	}
 	defer conn.Close(context.Background())
 	tables, err := replication.IncludedTables(ctx, conn, &pcfg)
