@@ -42,6 +42,7 @@ type Config struct {
 	SSLRootCert string // database.sslrootcert
 	SSLCert     string // database.sslcert
 	SSLKey      string // database.sslkey
+	SSLPassword string // database.sslpassword: of an encrypted database.sslkey
 
 	Slot           string // slot.name, default debezium
 	DropSlotOnStop bool   // slot.drop.on.stop, default false
@@ -90,6 +91,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 		SSLRootCert:    m["database.sslrootcert"],
 		SSLCert:        m["database.sslcert"],
 		SSLKey:         m["database.sslkey"],
+		SSLPassword:    m["database.sslpassword"],
 		Slot:           orDefault(m["slot.name"], "debezium"),
 		Publication:    orDefault(m["publication.name"], "dbz_publication"),
 		AutoCreate:     strings.ToLower(orDefault(m["publication.autocreate.mode"], PublicationAllTables)),
@@ -242,7 +244,7 @@ var ErrConnSettings = errors.New("connection settings")
 // ConnConfig is the ordinary connection's configuration, the password set
 // as a field rather than written into a string.
 func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
-	cc, err := pgx.ParseConfig(c.dsn(false))
+	cc, err := pgx.ParseConfigWithOptions(c.dsn(false), pgx.ParseConfigOptions{ParseConfigOptions: c.parseOptions()})
 	if err != nil {
 		return nil, c.settingsError(err)
 	}
@@ -252,7 +254,7 @@ func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
 
 // ReplicationConfig is the replication connection's configuration.
 func (c *Config) ReplicationConfig() (*pgconn.Config, error) {
-	cc, err := pgconn.ParseConfig(c.dsn(true))
+	cc, err := pgconn.ParseConfigWithOptions(c.dsn(true), c.parseOptions())
 	if err != nil {
 		return nil, c.settingsError(err)
 	}
@@ -273,8 +275,14 @@ func (c *Config) Connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// parseOptions hands pgconn the key's password when it decrypts
+// database.sslkey, again without writing it into the string.
+func (c *Config) parseOptions() pgconn.ParseConfigOptions {
+	return pgconn.ParseConfigOptions{GetSSLPassword: func(context.Context) string { return c.SSLPassword }}
+}
+
 func (c *Config) settingsError(err error) error {
-	return fmt.Errorf("%w for %s:%d/%s as %s: %w; check database.sslrootcert, database.sslcert, database.sslkey and database.sslmode",
+	return fmt.Errorf("%w for %s:%d/%s as %s: %w; check database.sslrootcert, database.sslcert, database.sslkey, database.sslpassword and database.sslmode",
 		ErrConnSettings, c.Host, c.Port, c.DBName, c.User, err)
 }
 

@@ -2,8 +2,16 @@ package replication
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +157,52 @@ func TestConnSettingsNeverShowThePassword(t *testing.T) {
 	rc, err := cfg.ReplicationConfig()
 	if err != nil || rc.Password != m["database.password"] || rc.RuntimeParams["replication"] != "database" {
 		t.Errorf("ReplicationConfig: %v, password %q, params %v", err, rc.Password, rc.RuntimeParams)
+	}
+}
+
+// TestSSLPassword: database.sslpassword decrypts an encrypted
+// database.sslkey (legacy PEM encryption, as libpq reads); a wrong one is a
+// settings error naming the key.
+func TestSSLPassword(t *testing.T) {
+	dir := t.TempDir()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "debezium"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	//lint:ignore SA1019 libpq's encrypted keys are this legacy format
+	block, err := x509.EncryptPEMBlock(rand.Reader, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key), []byte("key-secret"), x509.PEMCipherAES256) //nolint:staticcheck
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath := filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		password string
+		ok       bool
+	}{{"key-secret", true}, {"wrong", false}, {"", false}} {
+		m := baseConfig()
+		m["database.sslmode"] = "require"
+		m["database.sslcert"], m["database.sslkey"], m["database.sslpassword"] = certPath, keyPath, c.password
+		cfg, err := ParseConfig(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cfg.ConnConfig()
+		if c.ok && err != nil {
+			t.Errorf("database.sslpassword %q: %v", c.password, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "database.sslpassword") || strings.Contains(err.Error(), "key-secret")) {
+			t.Errorf("database.sslpassword %q: %v; want a settings error naming the key", c.password, err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,10 @@ type Config struct {
 	// (non-zero; -1 = broker default) missing topics are created with them.
 	TopicPartitions        int
 	TopicReplicationFactor int
+	// TopicConfigs: the other topic.creation.default.<name> keys, given
+	// as topic configs (cleanup.policy, retention.ms, ...) to every topic
+	// the relay creates but the dead-letter topic, as Connect does.
+	TopicConfigs map[string]string
 	// AllowAutoCreateTopics: allow.auto.create.topics (default true, as in
 	// Java). When topic creation is not configured, a missing topic may
 	// still be created by the broker's auto.create.topics.enable rule, as it
@@ -169,7 +174,24 @@ var knownKeys = map[string]bool{
 
 // KnownKey reports whether ParseConfig reads key, so the caller can warn
 // about the keys nobody reads.
-func KnownKey(key string) bool { return knownKeys[key] }
+func KnownKey(key string) bool {
+	return knownKeys[key] || strings.HasPrefix(key, topicCreationPrefix) && len(key) > len(topicCreationPrefix)
+}
+
+// KnownKeys lists the keys ParseConfig reads by name, sorted; besides them
+// it reads every topic.creation.default.<topic config>.
+func KnownKeys() []string {
+	keys := make([]string, 0, len(knownKeys))
+	for k := range knownKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// topicCreationPrefix starts the keys of Connect's default topic creation
+// group.
+const topicCreationPrefix = "topic.creation.default."
 
 // ParseConfig reads the Kafka keys of kv (keys it does not know are left to
 // the caller, see KnownKey) and returns a validated Config. Every error names
@@ -230,6 +252,14 @@ func ParseConfig(kv map[string]string) (Config, error) {
 
 	c.TopicPartitions = p.int(KeyTopicPartitions)
 	c.TopicReplicationFactor = p.int(KeyTopicReplication)
+	for k, v := range p.kv {
+		if name, ok := strings.CutPrefix(k, topicCreationPrefix); ok && k != KeyTopicPartitions && k != KeyTopicReplication && name != "" {
+			if c.TopicConfigs == nil {
+				c.TopicConfigs = map[string]string{}
+			}
+			c.TopicConfigs[name] = strings.TrimSpace(v)
+		}
+	}
 	if v, ok := p.get(KeyAllowAutoCreateTopics); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	kafka "github.com/segmentio/kafka-go"
+
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -49,5 +51,39 @@ func TestRealBrokerMissingTopicWithoutCreation(t *testing.T) {
 	_, err := p.EnsureTopic(ctx, fmt.Sprintf("sink-missing-%d", time.Now().UnixNano()))
 	if err == nil || !strings.Contains(err.Error(), KeyTopicPartitions) {
 		t.Fatalf("EnsureTopic of a missing topic: %v", err)
+	}
+}
+
+// TestRealBrokerTopicConfigs: topic.creation.default.<config> keys become
+// the created topic's configs, as Connect's default creation group does.
+func TestRealBrokerTopicConfigs(t *testing.T) {
+	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
+	c, err := ParseConfig(map[string]string{
+		KeyBootstrapServers: strings.Join(brokers, ","), KeyTopicPartitions: "1", KeyTopicReplication: "-1",
+		"topic.creation.default.cleanup.policy": "compact", "topic.creation.default.retention.ms": "3600000",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTestProducer(t, c)
+	topic := fmt.Sprintf("sink-configs-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := p.EnsureTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
+	res, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"cleanup.policy", "retention.ms"},
+	}}})
+	if err != nil || len(res.Resources) != 1 {
+		t.Fatalf("DescribeConfigs: %v %v", err, res)
+	}
+	got := map[string]string{}
+	for _, e := range res.Resources[0].ConfigEntries {
+		got[e.ConfigName] = e.ConfigValue
+	}
+	if got["cleanup.policy"] != "compact" || got["retention.ms"] != "3600000" {
+		t.Fatalf("topic %s configs %v; want cleanup.policy=compact retention.ms=3600000", topic, got)
 	}
 }

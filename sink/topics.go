@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -209,9 +211,13 @@ func (p *Producer) creationSpec(topic string) (partitions, replication int, ok b
 }
 
 func (p *Producer) createTopic(ctx context.Context, topic string, partitions, replication int) error {
-	res, err := p.client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: topic, NumPartitions: partitions, ReplicationFactor: replication,
-	}}})
+	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: replication}
+	if topic != p.cfg.DeadLetterTopic {
+		for _, name := range slices.Sorted(maps.Keys(p.cfg.TopicConfigs)) {
+			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: name, ConfigValue: p.cfg.TopicConfigs[name]})
+		}
+	}
+	res, err := p.client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
 	if err != nil {
 		return fmt.Errorf("creating topic %q: %w", topic, err)
 	}
@@ -221,6 +227,9 @@ func (p *Producer) createTopic(ctx context.Context, topic string, partitions, re
 			p.log.Info("created topic", "topic", topic, "partitions", partitions, "replication_factor", replication)
 		}
 		return nil
+	}
+	if errors.Is(err, kafka.InvalidConfiguration) || errors.Is(err, kafka.PolicyViolation) {
+		return fmt.Errorf("creating topic %q with configs %v: %w (check the %s* keys)", topic, p.cfg.TopicConfigs, err, topicCreationPrefix)
 	}
 	if errors.Is(err, kafka.InvalidReplicationFactor) || errors.Is(err, kafka.InvalidPartitionNumber) {
 		return fmt.Errorf("creating topic %q with %d partitions, replication factor %d: %w (check %s and %s)",

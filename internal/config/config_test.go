@@ -226,7 +226,10 @@ func TestSections(t *testing.T) {
 	c := mustParse(t, minimal(`"errors.max.retries": "5", "retriable.restart.connector.wait.ms": "100",
 		"errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq", "key.converter.schemas.enable": "false",
 		"extended.headers.enabled": "true", "heartbeat.interval.ms": "1000", "slot.drop.on.stop": "true",
-		"producer.override.sasl.mechanism": "SCRAM-SHA-512", "database.sslmode": "verify-full"`), noEnv)
+		"producer.override.sasl.mechanism": "SCRAM-SHA-512", "database.sslmode": "verify-full",
+		"allow.auto.create.topics": "false", "metadata.max.age.ms": "60000", "retry.backoff.max.ms": "5000",
+		"buffer.memory": "67108864", "topic.creation.default.cleanup.policy": "compact", "ssl.ca.location": "/ca.pem",
+		"database.sslpassword": "x"`), noEnv)
 	tests := []struct {
 		section map[string]string
 		name    string
@@ -247,6 +250,13 @@ func TestSections(t *testing.T) {
 		{c.Postgres, "Postgres", "slot.drop.on.stop", true},
 		{c.Postgres, "Postgres", "database.sslmode", true},
 		{c.Kafka, "Kafka", "sasl.mechanism", true},
+		{c.Kafka, "Kafka", "allow.auto.create.topics", true},
+		{c.Kafka, "Kafka", "metadata.max.age.ms", true},
+		{c.Kafka, "Kafka", "retry.backoff.max.ms", true},
+		{c.Kafka, "Kafka", "buffer.memory", true},
+		{c.Kafka, "Kafka", "topic.creation.default.cleanup.policy", true},
+		{c.Kafka, "Kafka", "ssl.ca.location", true},
+		{c.Postgres, "Postgres", "database.sslpassword", true},
 		{c.Router, "Router", "plugin.name", false},
 		{c.Kafka, "Kafka", "plugin.name", false},
 	}
@@ -273,6 +283,16 @@ func TestWarnings(t *testing.T) {
 		{"column.mask.with.12.chars", "public.outbox.remark", `key "column.mask.with.12.chars" has no effect`},
 		{"table.whitelist", "public.outbox", "removed in Debezium 2.0; write table.include.list"},
 		{"admin.override.bootstrap.servers", "k:1", "topics with the producer's connection settings"},
+		// Misspelt keys of namespaces outboxrelay reads: warned, not passed on.
+		{"database.sslmod", "verify-full", `key "database.sslmod" has no effect on outbox events: not a connection key outboxrelay reads (is it misspelt?`},
+		{"slot.drop.on.stp", "true", "not a slot key outboxrelay reads (is it misspelt?)"},
+		{"ssl.truststore.locaton", "/ca.pem", "not a TLS key outboxrelay reads (is it misspelt?)"},
+		{"sasl.jaas.confg", "x", "not a SASL key outboxrelay reads (is it misspelt?)"},
+		{"errors.tolerence", "all", "it reads no other errors.* key (is it misspelt?)"},
+		{"heartbeat.interval", "1000", "not a heartbeat key outboxrelay reads (is it misspelt?)"},
+		{"value.converter.schemas.enabled", "false", "take no option but schemas.enable (is the key misspelt?)"},
+		{"database.initial.statements", "SET x=1", "runs no statements of its own"},
+		{"errors.deadletterqueue.context.headers.enable", "true", "always adds the __connect.errors.* context headers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
