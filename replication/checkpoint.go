@@ -157,7 +157,8 @@ func (t *Tx) Commit(commitLSN, endLSN pglogrepl.LSN) error {
 	t.endLSN = endLSN
 	t.committed = true
 	c.open = nil
-	if n := len(c.queue); t.outstanding == 0 && n >= 2 && !c.queue[n-2].failed {
+	// Never a failed one: its failure must keep blocking what follows.
+	if n := len(c.queue); t.outstanding == 0 && !t.failed && c.err == nil && n >= 2 && !c.queue[n-2].failed {
 		// Nothing of it waits for Kafka: it is done when the transaction
 		// before it is. Folding it into that one keeps the queue at one
 		// entry per transaction with records in flight, however many

@@ -407,3 +407,23 @@ func TestCheckpointOldest(t *testing.T) {
 		t.Fatalf("after the ack: Oldest %v, confirmed %s; want zero and %s", got, c.Confirmed(), endLSN(2))
 	}
 }
+
+// TestCheckpointFailedTransactionNotFolded pins a bug: a transaction whose
+// record failed before its Commit has nothing outstanding, and folding it
+// into the one before dropped its failure; the confirmed LSN then passed
+// the refused record once the earlier transaction was acknowledged.
+func TestCheckpointFailedTransactionNotFolded(t *testing.T) {
+	c := NewCheckpoint(0)
+	first := committed(t, c, 1, 1)
+	second := begin(t, c, 2)
+	second.Add(1)
+	second.Ack(errors.New("TOPIC_AUTHORIZATION_FAILED"))
+	commit(t, second, 2)
+	first.Ack(nil)
+	if got := c.Confirmed(); got != endLSN(1) {
+		t.Fatalf("confirmed %s; want %s, the end of the transaction before the refused record", got, endLSN(1))
+	}
+	if !errors.Is(c.Err(), ErrRecordFailed) {
+		t.Fatalf("Err() = %v; want ErrRecordFailed", c.Err())
+	}
+}

@@ -248,7 +248,9 @@ func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
 	if err != nil {
 		return nil, c.settingsError(err)
 	}
-	cc.Password = c.Password
+	if c.Password != "" { // else PGPASSWORD or ~/.pgpass, as libpq
+		cc.Password = c.Password
+	}
 	return cc, nil
 }
 
@@ -258,7 +260,9 @@ func (c *Config) ReplicationConfig() (*pgconn.Config, error) {
 	if err != nil {
 		return nil, c.settingsError(err)
 	}
-	cc.Password = c.Password
+	if c.Password != "" {
+		cc.Password = c.Password
+	}
 	return cc, nil
 }
 

@@ -206,3 +206,22 @@ func TestSSLPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestPasswordFromEnvironment: with no database.password, libpq's
+// PGPASSWORD (or ~/.pgpass) still applies, as it did when the password was
+// left out of the connection string.
+func TestPasswordFromEnvironment(t *testing.T) {
+	t.Setenv("PGPASSWORD", "from-env")
+	cfg, err := ParseConfig(baseConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cfg.ConnConfig()
+	if err != nil || cc.Password != "from-env" {
+		t.Fatalf("ConnConfig: %v, password %q; want PGPASSWORD's", err, cc.Password)
+	}
+	rc, err := cfg.ReplicationConfig()
+	if err != nil || rc.Password != "from-env" {
+		t.Fatalf("ReplicationConfig: %v, password %q; want PGPASSWORD's", err, rc.Password)
+	}
+}

@@ -65,7 +65,7 @@ func markSnapshotPending(ctx context.Context, conn *pgx.Conn, slot string) error
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("creating the snapshot marker slot %q: %w; the initial snapshot needs one free replication slot (max_replication_slots) while it runs, or set snapshot.mode=no_data", marker, err)
+		return fmt.Errorf("creating the snapshot marker slot %q: %w; a new slot with an initial snapshot needs two free replication slots (the slot and, while the snapshot runs, its marker): raise max_replication_slots or drop an unused slot, or set snapshot.mode=no_data", marker, err)
 	}
 	return nil
 }

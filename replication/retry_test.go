@@ -33,6 +33,9 @@ func TestRetryable(t *testing.T) {
 		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"EOF", fmt.Errorf("receiving WAL: %w", io.EOF), true},
 		{"failover lock lost", fmt.Errorf("x: %w", ErrLockLost), true},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
+		{"all replication slots in use", fmt.Errorf("creating slot: %w", &pgconn.PgError{Code: "53400"}), false},
+		{"unusable TLS file", fmt.Errorf("x: %w", ErrConnSettings), false},
 	}
 	for _, c := range cases {
 		if got := Retryable(c.err); got != c.want {

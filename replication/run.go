@@ -254,6 +254,13 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 	snapshot := false
 	switch {
 	case !srv.Slot.Exists:
+		if pending && !wantSnapshot {
+			// Left by an initial snapshot whose slot was never made;
+			// no_data will not redo it, and a later initial must not.
+			if err := markSnapshotDone(ctx, conn, cfg.Slot); err != nil {
+				return err
+			}
+		}
 		if *confirmed != 0 {
 			// The slot was dropped while this process streamed from it.
 			// What this process confirmed belongs to the old slot: the
@@ -344,8 +351,8 @@ func runSession(ctx context.Context, opt *Options, budget *Budget, confirmed *pg
 // dropOnStop drops the slot after an orderly stop (slot.drop.on.stop), on
 // the replication connection, which finish has taken out of streaming.
 func (s *session) dropOnStop() {
-	if n := s.ck.InFlight(); n > 0 {
-		s.log.Warn("stopping: the slot is kept although slot.drop.on.stop is set: Kafka did not acknowledge every record, and they would be lost with it", "in_flight", n)
+	if n := s.ck.InFlight(); n > 0 || s.abandoned {
+		s.log.Warn("stopping: the slot is kept although slot.drop.on.stop is set: Kafka did not acknowledge every record, or a transaction was left half read, and the rest would be lost with it", "in_flight", n)
 		return
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -374,6 +381,7 @@ func (s *session) finish(cause error) error {
 	if s.tx != nil {
 		s.tx.Abandon() // sent again, whole, after a restart
 		s.tx = nil
+		s.abandoned = true
 	}
 	if err := s.maybeStatus(fctx, true); err != nil && cause == nil {
 		cause = err
@@ -498,7 +506,9 @@ func Retryable(err error) bool {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
 		case "08", "57", "53", "58": // connection, operator intervention, resources, system
-			return pgErr.Code != "57P04" // database dropped
+			// Not a dropped database, nor every replication slot in use
+			// (53400): a person must act.
+			return pgErr.Code != "57P04" && pgErr.Code != "53400"
 		}
 		return pgErr.Code == "55006" // object in use: our own old walsender still exits
 	}

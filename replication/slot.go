@@ -35,6 +35,9 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export bo
 		if errors.As(err, &pgErr) && pgErr.Code == "42710" { // duplicate_object: another instance won the race
 			return createdSlot{}, fmt.Errorf("creating slot %q: %w: it was created concurrently by another connection; is a second relay running with the same slot.name?", name, ErrSlotInUse)
 		}
+		if errors.As(err, &pgErr) && pgErr.Code == "53400" { // configuration_limit_exceeded
+			return createdSlot{}, fmt.Errorf("creating slot %q: %w; raise max_replication_slots (a new slot with an initial snapshot needs two free: the slot and its snapshot marker) or drop an unused slot", name, err)
+		}
 		return createdSlot{}, fmt.Errorf("creating slot %q: %w", name, err)
 	}
 	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)

@@ -88,6 +88,9 @@ type session struct {
 	ev      router.Event
 	records []router.Record
 	tx      *Tx // the transaction being decoded, nil between Commit and Begin
+	// abandoned: the stop left a transaction half read; its rest is only
+	// in the slot, which therefore must not be dropped.
+	abandoned bool
 
 	streaming     bool // START_REPLICATION sent: status updates may flow
 	lastStatus    time.Time
@@ -309,12 +312,18 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 		if s.opt.Poison == nil || rowErr.Fatal {
 			return rowErr
 		}
-		if err := s.acquire(ctx, 1, 0); err != nil {
+		// The dead-letter record carries the row and the error's headers:
+		// count about that, so that the producer's buffer never blocks.
+		size := int64(1024)
+		for _, c := range ev.Columns {
+			size += int64(2*(len(c.Name)+len(c.Value.Text)) + 8) // JSON escapes
+		}
+		if err := s.acquire(ctx, 1, size); err != nil {
 			return err
 		}
 		s.tx.Add(1)
-		if err := s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", 0, 0, ev.CommitTime)); err != nil {
-			s.budget.Release(1, 0) // its ack will never come
+		if err := s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", size, 0, ev.CommitTime)); err != nil {
+			s.budget.Release(1, size) // its ack will never come
 			return err
 		}
 		return nil
