@@ -303,7 +303,7 @@ Both relays read `testdata/connector.json` with only `name`, `database.hostname`
 `transforms.outbox.route.topic.replacement` changed. Debezium's connector defaults apply to everything else:
 `max.batch.size` 2048, `max.queue.size` 8192, `poll.interval.ms` 500, `heartbeat.interval.ms` 0 (off),
 `snapshot.mode` `no_data` (from the JSON). outboxrelay runs with its defaults (`linger.ms` 5, `acks=all`,
-at most 10,000 records / 64 MiB in flight, confirmation every 100 ms).
+at most 10,000 records and `buffer.memory` (32 MiB) in flight, confirmation every 100 ms).
 
 Kafka Connect 4.1.1 standalone (`scripts/debezium run-connector`), Connect's defaults except:
 
