@@ -3,10 +3,12 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 )
 
 // partitionWorker owns one topic-partition: an ordered queue and the one
@@ -178,6 +180,12 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 			return err
 		}
 		w.p.observeFailed(err, true)
+		if unknownPartition(err) && rl.attempt >= 2 {
+			if gone := w.partitionGone(); gone != nil {
+				w.p.observeFailed(gone, false)
+				return gone
+			}
+		}
 		if staleLeader(err) {
 			w.p.refreshMetadata()
 		}
@@ -187,6 +195,24 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 			return ErrClosed
 		}
 	}
+}
+
+// partitionGone asks the cluster, afresh, whether the worker's partition
+// still exists. A topic deleted and created again with fewer partitions
+// answers UNKNOWN_TOPIC_OR_PARTITION for ever; its records must fail
+// (the relay stops before them, and routes them anew after a restart)
+// rather than hold the confirmed LSN back with no end. A topic missing
+// altogether, or an answer that cannot be had, is retried as before.
+func (w *partitionWorker) partitionGone() error {
+	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
+	defer cancel()
+	w.p.refreshMetadataNow()
+	n, err := w.p.partitionCount(ctx, w.key.topic, false)
+	if err != nil || n > w.key.partition {
+		return nil
+	}
+	return fmt.Errorf("%w: partition %d of topic %q is gone (the topic has %d now, after being deleted and created again?); restart the relay to route the unconfirmed records by the new count, or give the topic its partitions back",
+		ErrNoSuchPartition, w.key.partition, w.key.topic, n)
 }
 
 func (w *partitionWorker) produce(batch []*pending) error {
@@ -213,6 +239,12 @@ func (w *partitionWorker) produce(batch []*pending) error {
 // must be fetched again before the retry can succeed.
 func staleLeader(err error) bool {
 	return errors.Is(err, kafka.NotLeaderForPartition) || errors.Is(err, kafka.LeaderNotAvailable) ||
-		errors.Is(err, kafka.UnknownTopicOrPartition) || errors.Is(err, kafka.BrokerNotAvailable) ||
+		unknownPartition(err) || errors.Is(err, kafka.BrokerNotAvailable) ||
 		errors.Is(err, kafka.FencedLeaderEpoch) || errors.Is(err, kafka.UnknownLeaderEpoch)
+}
+
+// unknownPartition: the broker does not know the partition, or kafka-go's
+// cached layout of the cluster does not (it answers without asking).
+func unknownPartition(err error) bool {
+	return errors.Is(err, kafka.UnknownTopicOrPartition) || errors.Is(err, protocol.ErrNoPartition) || errors.Is(err, protocol.ErrNoTopic)
 }

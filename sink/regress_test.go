@@ -3,7 +3,9 @@ package sink
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +72,42 @@ func TestTopicCreatedAfterRecentRefresh(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("record to a topic that exists failed: %v", err)
+	}
+}
+
+// TestPartitionGone: the topic is deleted and created again with fewer
+// partitions while the producer still routes by the old count. Records
+// for a partition that no longer exists must fail, naming it, instead of
+// being retried forever with the confirmed LSN stuck behind them.
+func TestPartitionGone(t *testing.T) {
+	_, addr := newCluster(t, kfake.SeedTopics(3, "orders"))
+	p := newTestProducer(t, fastConfig(addr))
+	ctx := context.Background()
+	sent := make(chan error, 1)
+	if err := p.Send(ctx, Record{Topic: "orders", Partition: 2, Value: []byte("before"), EventID: "e1"}, func(err error) { sent <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("first record: %v", err)
+	}
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(addr), Transport: tr}
+	if res, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{"orders"}}); err != nil || res.Errors["orders"] != nil {
+		t.Fatalf("deleting orders: %v %v", err, res)
+	}
+	if res, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "orders", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil || res.Errors["orders"] != nil {
+		t.Fatalf("creating orders again: %v %v", err, res)
+	}
+	if err := p.Send(ctx, Record{Topic: "orders", Partition: 2, Value: []byte("after"), EventID: "e2"}, func(err error) { sent <- err }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-sent:
+		if !errors.Is(err, ErrNoSuchPartition) || !strings.Contains(err.Error(), "partition 2") {
+			t.Fatalf("record for the vanished partition: %v; want ErrNoSuchPartition naming partition 2", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the record for a partition that no longer exists was still retried after 20 s")
 	}
 }
