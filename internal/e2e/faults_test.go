@@ -47,6 +47,7 @@ func TestFaults(t *testing.T) {
 	plan := planFaults(t)
 	b := startPrivateBed(t)
 	t.Run("MetricsWhileKafkaPaused", func(t *testing.T) { testMetricsWhileKafkaPaused(t, b) })
+	t.Run("KafkaPausedBigRecords", func(t *testing.T) { testKafkaPausedBigRecords(t, b) })
 	// The outage early: a broker killed with little data recovers fast.
 	t.Run("KafkaOutage", func(t *testing.T) { testKafkaOutage(t, b, plan.outage) })
 	t.Run("CrashLoop", func(t *testing.T) { testCrashLoop(t, b, plan.crashCycles) })

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,17 +254,21 @@ func (b *privateBed) newFixture(t *testing.T, short string) *fixture {
 
 // config is the fixture's connector config pointed at the private server,
 // with topics of 3 partitions, so that aggregates share partitions.
-func (b *privateBed) config(t *testing.T, f *fixture) string {
+func (b *privateBed) config(t *testing.T, f *fixture, extra ...map[string]string) string {
 	t.Helper()
 	host, port, err := hostPort(b.pgURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f.config(t, map[string]string{
+	m := map[string]string{
 		"database.hostname":                 host,
 		"database.port":                     port,
 		"topic.creation.default.partitions": "3",
-	})
+	}
+	for _, e := range extra {
+		maps.Copy(m, e)
+	}
+	return f.config(t, m)
 }
 
 func hostPort(dsn string) (string, string, error) {
