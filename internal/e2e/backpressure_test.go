@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,18 +27,7 @@ func testKafkaPausedBigRecords(t *testing.T, b *privateBed) {
 	f.waitStreaming(t)
 	before := walsenderPID(t, f)
 
-	pid := brokerPID(t, b)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("pausing the broker: %v", err)
-	}
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume)
+	resume := pauseBroker(t, b)
 	// 4 MiB of outbox rows, 20 KiB each, one transaction per row: four
 	// times buffer.memory.
 	const rows, pad = 200, 20 << 10
