@@ -2,8 +2,6 @@ package replication
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/outboxrelay/outboxrelay/internal/certerr"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
@@ -495,11 +494,7 @@ func Retryable(err error) bool {
 		return false
 	}
 	// A certificate that does not verify will not verify on the next try.
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
-	if errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) {
+	if certerr.Failed(err) {
 		return false
 	}
 	var pgErr *pgconn.PgError

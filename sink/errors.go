@@ -2,12 +2,13 @@ package sink
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 
 	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/certerr"
 )
 
 // Sentinel errors. Match them with errors.Is; record failures arrive wrapped
@@ -61,7 +62,7 @@ func retryable(err error) bool {
 	if errors.Is(err, ErrClosed) || errors.Is(err, ErrTopicMissing) || errors.Is(err, ErrNoSuchPartition) || errors.Is(err, ErrRecordTooLarge) {
 		return false
 	}
-	if certFailure(err) {
+	if certerr.Failed(err) {
 		return false // it will not verify on the next try either
 	}
 	var ke kafka.Error
@@ -99,21 +100,12 @@ func authFailure(err error) bool {
 	return errors.As(err, &ke) && (ke == kafka.SASLAuthenticationFailed || ke == kafka.UnsupportedSASLMechanism || ke == kafka.IllegalSASLState)
 }
 
-// certFailure reports a broker certificate that does not verify.
-func certFailure(err error) bool {
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
-	return errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify)
-}
-
 // explain adds the fix to errors whose cure is a config change.
 func explain(err error) error {
 	var ke kafka.Error
 	var header tls.RecordHeaderError
 	switch {
-	case certFailure(err):
+	case certerr.Failed(err):
 		return fmt.Errorf("%w (check %s: the CA that signed the broker's certificate, and that bootstrap.servers names a host the certificate covers)", err, KeyTruststoreLocation)
 	case errors.As(err, &header):
 		return fmt.Errorf("%w (the listener does not speak TLS: check %s)", err, KeySecurityProtocol)

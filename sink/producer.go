@@ -220,22 +220,19 @@ func (p *Producer) InFlight() (records int, bytes int64) { return p.budget.inFli
 // kafka-go's Transport serves metadata from a cache refreshed every few
 // seconds and offers no "refresh now"; dropping its connection pool does
 // that. Rate-limited: leader changes fail many batches at once.
-func (p *Producer) refreshMetadata() {
-	p.refreshMu.Lock()
-	defer p.refreshMu.Unlock()
-	if time.Since(p.lastRefresh) < time.Second {
-		return
-	}
-	p.lastRefresh = time.Now()
-	p.transport.CloseIdleConnections()
-}
+func (p *Producer) refreshMetadata() { p.refreshOlderThan(time.Second) }
 
 // refreshMetadataNow is refreshMetadata without the rate limit, for an
 // answer that must be fresh: before calling a topic or partition missing.
 // A refresh a moment ago may predate the topic's creation.
-func (p *Producer) refreshMetadataNow() {
+func (p *Producer) refreshMetadataNow() { p.refreshOlderThan(0) }
+
+func (p *Producer) refreshOlderThan(age time.Duration) {
 	p.refreshMu.Lock()
 	defer p.refreshMu.Unlock()
+	if age > 0 && time.Since(p.lastRefresh) < age {
+		return
+	}
 	p.lastRefresh = time.Now()
 	p.transport.CloseIdleConnections()
 }

@@ -214,18 +214,7 @@ func TestJanitorDeletesOnlyConfirmed(t *testing.T) {
 	// Two old and one young row, all committed after the slot's position.
 	testbed.Exec(t, admin, fmt.Sprintf(`INSERT INTO public.%s (created_at, payload) VALUES (now() - interval '1 hour', 'old1'), (now() - interval '1 hour', 'old2'), (now(), 'young')`, table))
 
-	host, port := testbed.PostgresHostPort(t)
-	pcfg, err := replication.ParseConfig(map[string]string{
-		"database.hostname": host, "database.port": fmt.Sprint(port), "database.user": "debezium", "database.password": "debezium@123",
-		"database.dbname": "order_db", "database.sslmode": "disable", "slot.name": slot, "table.include.list": "public." + table, "topic.prefix": "t",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &janitor{
-		cfg: janitorConfig{Retention: time.Minute, Column: "created_at", Batch: 1000, Pause: time.Millisecond, ConfirmWait: time.Second},
-		pg:  &pcfg, log: testLog(t), m: newMetrics(nil), active: func() bool { return true },
-	}
+	j := testJanitor(t, table, slot, time.Second)
 	ctx := context.Background()
 	deleted, err := j.round(ctx)
 	if err == nil || deleted != 0 {
@@ -278,18 +267,7 @@ func TestJanitorPartitioned(t *testing.T) {
 	if err := admin.QueryRow(context.Background(), fmt.Sprintf(`SELECT count(DISTINCT ctid) = 1 AND count(*) = 2 FROM public.%s`, table)).Scan(&same); err != nil || !same {
 		t.Fatalf("the two rows do not share a ctid (%v); the test needs them to", err)
 	}
-	host, port := testbed.PostgresHostPort(t)
-	pcfg, err := replication.ParseConfig(map[string]string{
-		"database.hostname": host, "database.port": fmt.Sprint(port), "database.user": "debezium", "database.password": "debezium@123",
-		"database.dbname": "order_db", "database.sslmode": "disable", "slot.name": slot, "table.include.list": "public." + table, "topic.prefix": "t",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &janitor{
-		cfg: janitorConfig{Retention: time.Minute, Column: "created_at", Batch: 1000, Pause: time.Millisecond, ConfirmWait: 10 * time.Second},
-		pg:  &pcfg, log: testLog(t), m: newMetrics(nil), active: func() bool { return true },
-	}
+	j := testJanitor(t, table, slot, 10*time.Second)
 	stopFollowing := followSlot(admin, slot)
 	deleted, err := j.round(context.Background())
 	stopFollowing()
@@ -299,6 +277,24 @@ func TestJanitorPartitioned(t *testing.T) {
 	}
 	if err != nil || deleted != 1 || left != "young" {
 		t.Fatalf("deleted %d (err %v), left %q; want the old row deleted and the young one kept", deleted, err, left)
+	}
+}
+
+// testJanitor is a janitor as the relay's debezium role, with a one-minute
+// retention on created_at, over public.<table> and the slot.
+func testJanitor(t *testing.T, table, slot string, confirmWait time.Duration) *janitor {
+	t.Helper()
+	host, port := testbed.PostgresHostPort(t)
+	pcfg, err := replication.ParseConfig(map[string]string{
+		"database.hostname": host, "database.port": fmt.Sprint(port), "database.user": "debezium", "database.password": "debezium@123",
+		"database.dbname": "order_db", "database.sslmode": "disable", "slot.name": slot, "table.include.list": "public." + table, "topic.prefix": "t",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &janitor{
+		cfg: janitorConfig{Retention: time.Minute, Column: "created_at", Batch: 1000, Pause: time.Millisecond, ConfirmWait: confirmWait},
+		pg:  &pcfg, log: testLog(t), m: newMetrics(nil), active: func() bool { return true },
 	}
 }
 

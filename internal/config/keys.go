@@ -66,14 +66,6 @@ type KeyDoc struct {
 	NoEffect string
 }
 
-// wildcardRead lists the wildcard entries whose keys a component reads by
-// prefix, checking them itself. Every other wildcard with Sections would
-// pass a misspelt key on silently, so it has a NoEffect reason instead.
-var wildcardRead = map[string]bool{
-	"transforms.*":             true, // the router refuses options it does not know
-	"topic.creation.default.*": true, // topic configs for the topics the relay creates
-}
-
 // Keys returns the table of known keys, sorted as written (grouped by
 // origin). Each call builds a fresh copy, so callers may keep or change it.
 func Keys() []KeyDoc {

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/replication"
 )
 
 // nameSeq makes names unique among the tests of one process; the time
@@ -50,11 +51,12 @@ func newFixture(t *testing.T, short string) *fixture {
 		ctx := context.Background()
 		for i := 0; i < 100; i++ { // the walsender may take a moment to exit
 			var n int
-			err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&n)
+			// The slot and the marker of an unfinished initial snapshot.
+			err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE slot_name IN ($1, $2)`, name, replication.SnapshotMarker(name)).Scan(&n)
 			if err == nil && n == 0 {
 				break
 			}
-			_, _ = admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, name)
+			_, _ = admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name IN ($1, $2) AND NOT active`, name, replication.SnapshotMarker(name))
 			time.Sleep(100 * time.Millisecond)
 		}
 		_, _ = admin.Exec(ctx, `DROP PUBLICATION IF EXISTS `+name)

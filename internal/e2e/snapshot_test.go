@@ -147,10 +147,7 @@ func TestSnapshotInitialKilled(t *testing.T) {
 	const existing = 20000
 	f := newFixture(t, "snapkill")
 	want := insertEvents(t, f.admin, f, existing)
-	marker := replication.SnapshotMarker(f.name)
-	t.Cleanup(func() {
-		_, _ = f.admin.Exec(context.Background(), `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, marker)
-	})
+	marker := replication.SnapshotMarker(f.name) // the fixture drops it with the slot
 	markerExists := func() bool {
 		var n int
 		if err := f.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, marker).Scan(&n); err != nil {
