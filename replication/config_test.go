@@ -15,8 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/outboxrelay/outboxrelay/router"
 )
 
 func baseConfig() map[string]string {
@@ -79,35 +77,26 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-type nopSink struct{}
-
-func (nopSink) Send(context.Context, *router.Record, func(error)) error { return nil }
-func (nopSink) Flush(context.Context) error                             { return nil }
-
-// TestRunGivesUpAfterMaxRetries: errors.max.retries bounds reconnects to
-// a server that refuses connections (port 1), and the error says why.
-func TestRunGivesUpAfterMaxRetries(t *testing.T) {
+// TestOpenRefusedIsRetryable: a server that refuses connections (port 1)
+// fails Open with an error the relay retries (errors.max.retries bounds
+// it: relay.TestRunGivesUpAfterMaxRetries).
+func TestOpenRefusedIsRetryable(t *testing.T) {
 	m := baseConfig()
 	m["database.port"] = "1"
-	m["errors.max.retries"] = "2"
-	m["retriable.restart.connector.wait.ms"] = "20"
 	cfg, err := ParseConfig(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rcfg, _, err := router.ParseConfig(map[string]string{"transforms": "o", "transforms.o.type": router.EventRouterClass, "topic.prefix": "p"})
+	src, err := NewSource(&cfg, SourceOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := router.New(rcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer src.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = Run(ctx, Options{Config: &cfg, Router: rt, Sink: nopSink{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err == nil || !strings.Contains(err.Error(), "giving up after 2 retries (errors.max.retries)") {
-		t.Fatalf("Run: %v; want it to give up after 2 retries", err)
+	_, err = src.Open(ctx, 0)
+	if err == nil || !src.Retryable(err) {
+		t.Fatalf("Open against port 1: %v (retryable %v); want a retryable connection error", err, src.Retryable(err))
 	}
 }
 

@@ -1,8 +1,13 @@
-// Package replication owns the PostgreSQL side of outboxrelay: preflight
-// checks (wal_level, role, publication, slot), slot creation, the initial
-// snapshot, the logical replication stream, pgoutput decoding and the
-// checkpoint that decides which LSN may be confirmed to the server.
+// Package replication is the PostgreSQL side of outboxrelay, and only
+// that: connections, preflight checks (version, wal_level, role,
+// publication, slot), the session's decision about the slot (Decide),
+// slot creation, the initial snapshot and its marker slot, the logical
+// replication stream and its pgoutput decoding, standby status updates,
+// the failover lock and the outbox clean-up janitor.
 //
-// One goroutine owns the replication connection; everything it needs from
-// the rest of the relay arrives through arguments and callbacks.
+// Source implements capture.Source: the relay package pulls decoded
+// transactions from it and tells it, through capture.Progress, how far it
+// may confirm. One goroutine owns both connections of a stream
+// (invariant 3 of DESIGN.md). The package imports neither the router nor
+// the sink nor a Kafka client.
 package replication

@@ -46,26 +46,19 @@ type Slot struct {
 // Preflight checks, over an ordinary connection as the relay's role, that
 // the server can stream the outbox: version, wal_level, the role's rights,
 // the publication (created or altered when publication.autocreate.mode
-// allows) and the slot's state. It changes nothing but the publication.
+// allows), and reads the slot's state for Decide. It changes nothing but
+// the publication.
 func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logger) (*Server, error) {
-	srv := &Server{}
-	var walLevel string
-	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int, current_setting('wal_level')`).Scan(&srv.VersionNum, &walLevel); err != nil {
-		return nil, fmt.Errorf("preflight: reading server settings: %w", err)
+	set, err := ReadSettings(ctx, conn)
+	if err != nil {
+		return nil, err
 	}
-	if srv.VersionNum < 130000 {
-		return nil, fmt.Errorf("preflight: %w: server_version_num is %d; outboxrelay needs PostgreSQL 13 or newer", ErrServerVersion, srv.VersionNum)
+	for _, f := range set.Findings(cfg) {
+		if !f.OK {
+			return nil, f.Err
+		}
 	}
-	if walLevel != "logical" {
-		return nil, fmt.Errorf("preflight: %w: wal_level is %q; run ALTER SYSTEM SET wal_level = logical; and restart PostgreSQL", ErrWALLevel, walLevel)
-	}
-	var canReplicate bool
-	if err := conn.QueryRow(ctx, `SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&canReplicate); err != nil {
-		return nil, fmt.Errorf("preflight: reading the role's attributes: %w", err)
-	}
-	if !canReplicate {
-		return nil, fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, QuoteIdent(cfg.User))
-	}
+	srv := &Server{VersionNum: set.VersionNum}
 	tables, err := publicationTables(ctx, conn, cfg, log)
 	if err != nil {
 		return nil, err
@@ -74,10 +67,67 @@ func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logge
 	if srv.Slot, err = InspectSlot(ctx, conn, cfg.Slot); err != nil {
 		return nil, err
 	}
-	if err := CheckSlot(srv.Slot, cfg); err != nil {
-		return nil, err
-	}
 	return srv, nil
+}
+
+// Settings are what the preflight and check read about the server and the
+// relay's role.
+type Settings struct {
+	VersionNum  int    // server_version_num, e.g. 180001
+	Version     string // server_version, e.g. "18.1"
+	WALLevel    string
+	MaxSlots    int // max_replication_slots
+	MaxSenders  int // max_wal_senders
+	Replication bool
+	Superuser   bool
+}
+
+// ReadSettings reads the settings in one query.
+func ReadSettings(ctx context.Context, conn *pgx.Conn) (Settings, error) {
+	var s Settings
+	err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int, current_setting('server_version'), current_setting('wal_level'),
+		current_setting('max_replication_slots')::int, current_setting('max_wal_senders')::int, r.rolreplication, r.rolsuper
+		FROM pg_roles r WHERE r.rolname = current_user`).
+		Scan(&s.VersionNum, &s.Version, &s.WALLevel, &s.MaxSlots, &s.MaxSenders, &s.Replication, &s.Superuser)
+	if err != nil {
+		return s, fmt.Errorf("preflight: reading server settings and the role's attributes: %w", err)
+	}
+	return s, nil
+}
+
+// Finding is the outcome of one precondition: what was found, and for a
+// failed one the fix (for check's ✗ line) and the error that stops run.
+type Finding struct {
+	Name   string
+	OK     bool
+	Detail string
+	Fix    string
+	Err    error
+}
+
+// Findings judges the server version, wal_level and the role's right to
+// replicate: the preconditions run and check share.
+func (s Settings) Findings(cfg *Config) []Finding {
+	version := Finding{Name: "server version", OK: true, Detail: "PostgreSQL " + s.Version}
+	if s.VersionNum < 130000 {
+		version = Finding{Name: "server version", Detail: s.Version, Fix: "upgrade to PostgreSQL 13 or newer",
+			Err: fmt.Errorf("preflight: %w: server_version_num is %d; outboxrelay needs PostgreSQL 13 or newer", ErrServerVersion, s.VersionNum)}
+	}
+	wal := Finding{Name: "wal_level", OK: true, Detail: s.WALLevel}
+	if s.WALLevel != "logical" {
+		wal = Finding{Name: "wal_level", Detail: s.WALLevel, Fix: "ALTER SYSTEM SET wal_level = logical; -- then restart PostgreSQL",
+			Err: fmt.Errorf("preflight: %w: wal_level is %q; run ALTER SYSTEM SET wal_level = logical; and restart PostgreSQL", ErrWALLevel, s.WALLevel)}
+	}
+	role := Finding{Name: "REPLICATION attribute", OK: true, Detail: "role " + cfg.User}
+	switch {
+	case s.Superuser:
+		role.Detail += " is a superuser (a role with LOGIN REPLICATION and SELECT on the outbox is enough)"
+	case !s.Replication:
+		role = Finding{Name: "REPLICATION attribute", Detail: "role " + cfg.User + " may not open replication connections",
+			Fix: "ALTER ROLE " + QuoteIdent(cfg.User) + " REPLICATION;",
+			Err: fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, QuoteIdent(cfg.User))}
+	}
+	return []Finding{version, wal, role}
 }
 
 // InspectSlot reads the slot's row from pg_replication_slots.

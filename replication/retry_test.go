@@ -9,23 +9,19 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/segmentio/kafka-go"
-
-	"github.com/outboxrelay/outboxrelay/router"
 )
 
-// TestRetryable pins which failures end the relay and which only the
-// connection. Two regressions it guards: a failed SASL login (kafka-go's
-// error codes look like net.Error) and a certificate from an unknown CA
-// were both retried forever instead of stopping with their message.
+// TestRetryable pins which PostgreSQL-side failures end the relay and which
+// only the session. A regression it guards: a certificate from an unknown
+// CA was retried forever instead of stopping with its message. The relay's
+// own rules (poison rows, records Kafka refused) are pinned in
+// relay.TestRetryable.
 func TestRetryable(t *testing.T) {
 	cases := []struct {
 		name string
 		err  error
 		want bool
 	}{
-		{"poison row", &router.RowError{EventID: "e"}, false},
-		{"record Kafka refused for good", fmt.Errorf("checkpoint: %w: %w", ErrRecordFailed, kafka.SASLAuthenticationFailed), false},
 		{"unknown CA", fmt.Errorf("connecting: %w", x509.UnknownAuthorityError{}), false},
 		{"wrong password", &pgconn.PgError{Code: "28P01"}, false},
 		{"permission denied", &pgconn.PgError{Code: "42501"}, false},

@@ -2,10 +2,9 @@ package replication
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -13,242 +12,225 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
-	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
-// Sink receives routed records. Send hands one record over and returns
-// without waiting for Kafka; ack is called exactly once, from any
-// goroutine, when Kafka acknowledged the record (nil) or the record failed
-// for good (the relay then stops). Send copies what it keeps: the record's
-// buffers belong to the router and are reused for the next row.
-type Sink interface {
-	Send(ctx context.Context, rec *router.Record, ack func(error)) error
-	// Flush waits until every record sent so far is acknowledged.
-	Flush(ctx context.Context) error
-}
+// stream is one session of the Source (capture.Stream). The goroutine that
+// calls its methods owns both connections: it receives, decodes, yields
+// and answers the server, and nothing else touches them (invariant 3). The
+// lock watcher only reads lockErr's cause into the current receive.
+type stream struct {
+	src  *Source
+	cfg  *Config
+	conn *pgx.Conn      // the ordinary connection: catalog, snapshot, heartbeat query
+	repl *pgconn.PgConn // the replication connection
+	srv  *Server
+	plan Plan
+	from pglogrepl.LSN
+	p    capture.Progress
 
-// Poison decides what happens to a poison row: one the router rejects
-// (rec is nil), or whose record the sink refused before sending (rec is that
-// record, the error wraps ErrRecordRejected). Returning nil means the row
-// was dealt with and ack will be called (dead-lettered, or skipped with ack
-// called at once); returning an error stops the relay, having confirmed
-// everything before the row (errors.tolerance=none).
-type Poison func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error
-
-// ErrRecordRejected marks a Sink.Send error that condemns the record, not
-// the connection (e.g. larger than max.request.size): the row is poison.
-var ErrRecordRejected = errors.New("record rejected")
-
-// Options wires a Stream. Router, Sink and Log are required.
-type Options struct {
-	Config   *Config
-	Router   *router.Router
-	Sink     Sink
-	Log      *slog.Logger
-	Observer Observer
-	Poison   Poison
-	// MaxInFlightRecords and MaxInFlightBytes bound the records handed to
-	// the sink and not yet acknowledged (invariant 5). Defaults 10000 and
-	// 64 MiB.
-	MaxInFlightRecords int
-	MaxInFlightBytes   int64
-	// ConfirmEvery rate-limits status updates that only report a moved
-	// confirmed LSN. Default 100 ms.
-	ConfirmEvery time.Duration
-	// StandbyPoll is how often a standby instance tries the failover lock,
-	// and how often the active one checks the lock's connection. Default 1 s.
-	StandbyPoll time.Duration
-}
-
-// drainLimit bounds how long a stop waits for the transaction being read
-// to end (see session.loop).
-const drainLimit = 10 * time.Second
-
-// errStop reports an orderly end of streaming requested by the mode
-// (initial_only) rather than by an error.
-var errStop = errors.New("stop requested")
-
-// session is one connection's worth of streaming. The goroutine running
-// session.run owns conn: it receives, decodes, routes, sends and answers
-// the server, and nothing else touches the connection (invariant 3).
-type session struct {
-	opt    *Options
-	cfg    *Config
-	log    *slog.Logger
-	conn   *pgconn.PgConn // the replication connection
-	pg     *pgx.Conn      // an ordinary connection, for catalog lookups
-	ck     *Checkpoint
-	budget *Budget
+	snap  *snapshotReader // the initial snapshot being read, until SnapshotDone
+	ended bool            // initial_only: the snapshot was all there was
 
 	rels *Relations
 	// catalog holds what pgoutput does not say about each outbox relation
 	// (see relCatalog), read once per Relation message.
 	catalog map[uint32]relCatalog
 	msg     Message
-	ev      router.Event
-	records []router.Record
-	tx      *Tx // the transaction being decoded, nil between Commit and Begin
-	// abandoned: the stop left a transaction half read; its rest is only
-	// in the slot, which therefore must not be dropped.
-	abandoned bool
+	ev      capture.Event
+	row     capture.Row
+	inTx    bool // a Begin was yielded and its Commit not yet
 
 	streaming     bool // START_REPLICATION sent: status updates may flow
+	replyDue      bool // the server asked for a reply
 	lastStatus    time.Time
 	lastHeartbeat time.Time
 	lastConfirmed pglogrepl.LSN
 	serverWALEnd  pglogrepl.LSN
+
+	lockErr    atomic.Pointer[error]              // set by the lock watcher
+	recvCancel atomic.Pointer[context.CancelFunc] // the receive in progress
+	stopWatch  func()
 }
 
-// loop receives until ctx ends, the server goes away, or a row or ack
-// fails. The receive deadline doubles as the status timer.
-//
-// A stop (ctx cancelled) between transactions returns at once. In the middle
-// of one it first reads on to that transaction's Commit, for at most
-// drainLimit, so that the records already sent for it are confirmed and a
-// restart does not send them again; past the limit the transaction is
-// abandoned and sent again, whole, after the restart.
-func (s *session) loop(stop context.Context) error {
-	ctx := stop
+func newStream(src *Source, conn *pgx.Conn, repl *pgconn.PgConn) *stream {
+	return &stream{src: src, cfg: src.cfg, conn: conn, repl: repl, rels: NewRelations(), catalog: map[uint32]relCatalog{}, stopWatch: func() {}}
+}
+
+func (s *stream) From() pglogrepl.LSN { return s.from }
+
+// Start records the relay's progress. The snapshot (if any) was opened and
+// START_REPLICATION (if no snapshot) sent by Open already.
+func (s *stream) Start(ctx context.Context, p capture.Progress) error {
+	s.p = p
+	s.lastStatus = time.Now()
+	s.lastConfirmed = s.from
+	if s.snap != nil {
+		s.src.state(StateSnapshot)
+	}
+	return nil
+}
+
+func (s *stream) startReplication(ctx context.Context) error {
+	if err := startReplication(ctx, s.repl, s.cfg, s.srv.VersionNum, s.from); err != nil {
+		return err
+	}
+	s.streaming = true
+	s.lastStatus = time.Now()
+	s.src.state(StateStreaming)
+	s.src.opt.Log.Info("streaming", "slot", s.cfg.Slot, "publication", s.cfg.Publication, "from", s.from.String(), "tables", s.srv.Tables)
+	return nil
+}
+
+// Next yields the next event: a snapshot row while the snapshot lasts,
+// then what the server streams. The receive deadline doubles as the status
+// timer.
+func (s *stream) Next(ctx context.Context) (*capture.Event, error) {
+	if s.ended {
+		return nil, capture.ErrEnd
+	}
+	if s.snap != nil {
+		return s.nextSnapshot(ctx)
+	}
 	for {
-		if stop.Err() != nil {
-			if s.tx == nil {
-				return stop.Err()
-			}
-			if ctx == stop {
-				s.log.Info("stopping: reading to the end of the current transaction first", "lsn", s.tx.FinalLSN().String(), "limit", drainLimit.String())
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(context.Background(), drainLimit)
-				defer cancel()
-			}
-			if ctx.Err() != nil {
-				s.log.Warn("stopping: the current transaction did not end in time; it will be sent again, whole, after a restart", "lsn", s.tx.FinalLSN().String())
-				return stop.Err()
-			}
+		if err := s.lockLost(); err != nil {
+			return nil, err
 		}
-		if err := s.ck.Err(); err != nil {
-			return err
+		if err := s.maybeStatus(ctx, s.replyDue); err != nil {
+			return nil, err
 		}
-		if err := s.maybeStatus(ctx, false); err != nil {
-			return err
+		if s.heartbeatDue() {
+			return s.heartbeat(ctx)
 		}
-		if err := s.maybeHeartbeat(ctx); err != nil {
-			return err
-		}
-		deadline := s.lastStatus.Add(s.cfg.StatusInterval)
-		if s.cfg.HeartbeatInterval > 0 {
-			if hb := s.lastHeartbeat.Add(s.cfg.HeartbeatInterval); hb.Before(deadline) {
-				deadline = hb
-			}
-		}
-		// While records are in flight, wake up often to report acks as
-		// they arrive, so the slot follows Kafka closely.
-		if s.ck.InFlight() > 0 || s.ck.Confirmed() != s.lastConfirmed {
-			if soon := time.Now().Add(s.opt.ConfirmEvery); soon.Before(deadline) {
-				deadline = soon
-			}
-		}
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		raw, err := s.conn.ReceiveMessage(rctx)
-		cancel()
+		raw, err := s.receive(ctx)
 		if err != nil {
-			if stop.Err() != nil || pgconn.Timeout(err) {
-				continue // the top of the loop decides
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			return fmt.Errorf("receiving WAL: %w", err)
+			if pgconn.Timeout(err) {
+				continue
+			}
+			if lost := s.lockLost(); lost != nil {
+				return nil, lost
+			}
+			return nil, fmt.Errorf("receiving WAL: %w", err)
 		}
+		var ev *capture.Event
 		switch m := raw.(type) {
 		case *pgproto3.CopyData:
-			if err := s.copyData(ctx, m.Data); err != nil {
-				return err
-			}
+			ev, err = s.copyData(ctx, m.Data)
 		case *pgproto3.ErrorResponse:
-			return fmt.Errorf("receiving WAL: server error: %w", pgconn.ErrorResponseToPgError(m))
+			err = fmt.Errorf("receiving WAL: server error: %w", pgconn.ErrorResponseToPgError(m))
 		case *pgproto3.CopyDone:
-			return fmt.Errorf("receiving WAL: server ended the stream (CopyDone)")
+			err = fmt.Errorf("receiving WAL: server ended the stream (CopyDone)")
+		}
+		if ev != nil || err != nil {
+			return ev, err
 		}
 	}
 }
 
-func (s *session) copyData(ctx context.Context, data []byte) error {
+// receive waits for one message until the next status update is due;
+// while records are in flight, at most ConfirmEvery, so that the slot
+// follows Kafka's acknowledgements closely.
+func (s *stream) receive(ctx context.Context) (pgproto3.BackendMessage, error) {
+	deadline := s.lastStatus.Add(s.cfg.StatusInterval)
+	if s.cfg.HeartbeatInterval > 0 {
+		deadline = minTime(deadline, s.lastHeartbeat.Add(s.cfg.HeartbeatInterval))
+	}
+	if s.p.InFlight() > 0 || s.p.Confirmed() != s.lastConfirmed {
+		deadline = minTime(deadline, time.Now().Add(s.src.opt.ConfirmEvery))
+	}
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	s.recvCancel.Store(&cancel)
+	defer s.recvCancel.Store(nil)
+	if s.lockErr.Load() != nil {
+		cancel()
+	}
+	return s.repl.ReceiveMessage(rctx)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, error) {
 	if len(data) == 0 {
-		return nil
+		return nil, nil
 	}
 	switch data[0] {
 	case pglogrepl.PrimaryKeepaliveMessageByteID:
 		ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
 		if err != nil {
-			return fmt.Errorf("parsing keepalive: %w", err)
+			return nil, fmt.Errorf("parsing keepalive: %w", err)
 		}
 		s.serverWALEnd = ka.ServerWALEnd
-		// Invariant 2: the server's WAL end may be confirmed only when no
-		// transaction is being decoded and nothing is in flight; then all
-		// WAL up to it is either published or not ours.
-		if s.tx == nil {
-			s.ck.Idle(ka.ServerWALEnd)
+		s.replyDue = s.replyDue || ka.ReplyRequested
+		if s.src.opt.Observer != nil {
+			s.src.opt.Observer.Received(s.p.Confirmed(), ka.ServerWALEnd)
 		}
-		if s.opt.Observer != nil {
-			s.opt.Observer.Received(s.ck.Confirmed(), ka.ServerWALEnd)
+		// Invariant 2: the server's WAL end may be confirmed only between
+		// transactions; the relay checks that nothing is in flight.
+		if !s.inTx {
+			s.ev = capture.Event{Kind: capture.KindIdle, LSN: ka.ServerWALEnd}
+			return &s.ev, nil
 		}
-		return s.maybeStatus(ctx, ka.ReplyRequested)
+		return nil, s.maybeStatus(ctx, s.replyDue)
 	case pglogrepl.XLogDataByteID:
 		xld, err := pglogrepl.ParseXLogData(data[1:])
 		if err != nil {
-			return fmt.Errorf("parsing XLogData: %w", err)
+			return nil, fmt.Errorf("parsing XLogData: %w", err)
 		}
 		if xld.ServerWALEnd > s.serverWALEnd {
 			s.serverWALEnd = xld.ServerWALEnd
-			if s.opt.Observer != nil {
-				s.opt.Observer.Received(s.ck.Confirmed(), xld.ServerWALEnd)
+			if s.src.opt.Observer != nil {
+				s.src.opt.Observer.Received(s.p.Confirmed(), xld.ServerWALEnd)
 			}
 		}
 		return s.walData(ctx, xld.WALStart, xld.WALData)
 	}
-	return nil
+	return nil, nil
 }
 
-// walData handles one pgoutput message.
-func (s *session) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) error {
+// walData decodes one pgoutput message into an event, or nil for a
+// message the relay need not see.
+func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*capture.Event, error) {
 	if err := Decode(frame, &s.msg); err != nil {
-		return fmt.Errorf("decoding pgoutput at %s: %w", at, err)
+		return nil, fmt.Errorf("decoding pgoutput at %s: %w", at, err)
 	}
 	m := &s.msg
 	switch m.Type {
 	case MessageBegin:
-		tx, err := s.ck.BeginAt(m.Begin.FinalLSN, m.Begin.CommitTime)
-		if err != nil {
-			return fmt.Errorf("pgoutput Begin at %s: %w", at, err)
+		if s.inTx {
+			return nil, fmt.Errorf("decoding pgoutput at %s: Begin of %s inside transaction %s", at, m.Begin.FinalLSN, s.ev.LSN)
 		}
-		s.tx = tx
-		s.ev.CommitLSN = uint64(m.Begin.FinalLSN)
-		s.ev.CommitTime = m.Begin.CommitTime
-		s.ev.Position = 0
+		s.inTx = true
+		s.row.Position = 0
+		s.ev = capture.Event{Kind: capture.KindBegin, LSN: m.Begin.FinalLSN, CommitTime: m.Begin.CommitTime}
+		return &s.ev, nil
 	case MessageCommit:
-		if s.tx == nil {
-			return fmt.Errorf("decoding pgoutput at %s: Commit without Begin", at)
+		if !s.inTx {
+			return nil, fmt.Errorf("decoding pgoutput at %s: Commit without Begin", at)
 		}
-		if err := s.tx.Commit(m.Commit.CommitLSN, m.Commit.EndLSN); err != nil {
-			return fmt.Errorf("pgoutput Commit at %s: %w", at, err)
-		}
-		s.tx = nil
+		s.inTx = false
+		s.ev = capture.Event{Kind: capture.KindCommit, LSN: m.Commit.CommitLSN, EndLSN: m.Commit.EndLSN}
+		return &s.ev, nil
 	case MessageRelation:
-		rel := s.rels.Put(&m.Relation)
-		if s.cfg.Includes(rel.Namespace, rel.Name) {
-			info, err := readRelCatalog(ctx, s.pg, rel)
-			if err != nil {
-				return err
-			}
-			s.catalog[rel.ID] = info
-		}
+		return nil, s.relation(ctx, &m.Relation)
 	case MessageInsert:
-		return s.row(ctx, at, router.OpCreate, m.Insert.RelationID, &m.Insert.New, nil, OldTupleNone)
+		return s.rowEvent(at, capture.OpCreate, m.Insert.RelationID, &m.Insert.New, nil)
 	case MessageUpdate:
 		var old *Tuple
 		if m.Update.OldKind != OldTupleNone {
 			old = &m.Update.Old
 		}
-		return s.row(ctx, at, router.OpUpdate, m.Update.RelationID, &m.Update.New, old, m.Update.OldKind)
+		return s.rowEvent(at, capture.OpUpdate, m.Update.RelationID, &m.Update.New, old)
 	case MessageDelete:
-		return s.row(ctx, at, router.OpDelete, m.Delete.RelationID, &m.Delete.Old, nil, OldTupleNone)
+		return s.rowEvent(at, capture.OpDelete, m.Delete.RelationID, &m.Delete.Old, nil)
 	case MessageTruncate:
 		s.skip("truncate")
 	case MessageLogical:
@@ -257,156 +239,86 @@ func (s *session) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) e
 		// Origin names a replication origin; Type describes a custom type
 		// by name. Neither affects routing of text-format values.
 	}
+	return nil, nil
+}
+
+func (s *stream) relation(ctx context.Context, r *RelationMessage) error {
+	rel := s.rels.Put(r)
+	if !s.cfg.Includes(rel.Namespace, rel.Name) {
+		return nil
+	}
+	info, err := readRelCatalog(ctx, s.conn, rel)
+	if err != nil {
+		return err
+	}
+	s.catalog[rel.ID] = info
 	return nil
 }
 
-func (s *session) skip(reason string) {
-	if s.opt.Observer != nil {
-		s.opt.Observer.Skipped(reason)
+func (s *stream) skip(reason string) {
+	if s.src.opt.Observer != nil {
+		s.src.opt.Observer.Skipped(reason)
 	}
 }
 
-// row routes one decoded row of any table.
-func (s *session) row(ctx context.Context, at pglogrepl.LSN, op router.Op, relID uint32, t *Tuple, old *Tuple, oldKind byte) error {
+// rowEvent binds one decoded row of any table; rows of other tables are
+// counted and not yielded.
+func (s *stream) rowEvent(at pglogrepl.LSN, op capture.Op, relID uint32, t *Tuple, old *Tuple) (*capture.Event, error) {
 	rel, ok := s.rels.Get(relID)
 	if !ok {
-		return fmt.Errorf("decoding pgoutput at %s: row for relation %d before its Relation message", at, relID)
+		return nil, fmt.Errorf("decoding pgoutput at %s: row for relation %d before its Relation message", at, relID)
 	}
 	if !s.cfg.Includes(rel.Namespace, rel.Name) {
 		s.skip("other_table")
-		return nil
+		return nil, nil
 	}
-	if s.tx == nil {
-		return fmt.Errorf("decoding pgoutput at %s: %s row outside a transaction (no Begin before it)", at, rel.QualifiedName())
+	if !s.inTx {
+		return nil, fmt.Errorf("decoding pgoutput at %s: %s row outside a transaction (no Begin before it)", at, rel.QualifiedName())
 	}
 	if len(t.Columns) != len(rel.Columns) {
-		return fmt.Errorf("decoding pgoutput at %s: %s row has %d columns, its Relation message %d", at, rel.QualifiedName(), len(t.Columns), len(rel.Columns))
+		return nil, fmt.Errorf("decoding pgoutput at %s: %s row has %d columns, its Relation message %d", at, rel.QualifiedName(), len(t.Columns), len(rel.Columns))
 	}
-	ev := &s.ev
-	ev.Op = op
-	ev.Table = rel.QualifiedName()
-	ev.ProcessedAt = time.Now()
-	ev.Position++
+	r := &s.row
+	r.Op = op
+	r.Table = rel.QualifiedName()
+	r.Position++
 	info := s.catalog[relID]
-	ev.Columns = bindColumns(ev.Columns[:0], rel, t, info.nullable, nil)
-	ev.KeyChanged = false
-	ev.OldKeyColumns = ev.OldKeyColumns[:0]
+	r.Columns = bindColumns(r.Columns[:0], rel, t, info.nullable, nil)
+	r.KeyChanged = false
+	r.OldKey = r.OldKey[:0]
 	if old != nil {
 		key := info.keyColumns(rel)
-		ev.OldKeyColumns = bindColumns(ev.OldKeyColumns, rel, old, info.nullable, key)
-		ev.KeyChanged = keyChanged(t, old, key)
+		r.OldKey = bindColumns(r.OldKey, rel, old, info.nullable, key)
+		r.KeyChanged = keyChanged(t, old, key)
 	}
-	return s.route(ctx, ev)
+	s.ev = capture.Event{Kind: capture.KindRow, LSN: at, Row: r}
+	return &s.ev, nil
 }
 
-// route turns an event into records and hands them to the sink, inside the
-// current transaction (or a snapshot pseudo-transaction).
-func (s *session) route(ctx context.Context, ev *router.Event) error {
-	var err error
-	s.records, err = s.opt.Router.Route(ev, s.records[:0])
-	if err != nil {
-		var rowErr *router.RowError
-		if !errors.As(err, &rowErr) {
-			return fmt.Errorf("routing row of %s at %s: %w", ev.Table, pglogrepl.LSN(ev.CommitLSN), err)
-		}
-		if s.opt.Poison == nil || rowErr.Fatal {
-			return rowErr
-		}
-		// The dead-letter record carries the row and the error's headers:
-		// count about that, so that the producer's buffer never blocks.
-		size := int64(1024)
-		for _, c := range ev.Columns {
-			size += int64(2*(len(c.Name)+len(c.Value.Text)) + 8) // JSON escapes
-		}
-		if err := s.acquire(ctx, 1, size); err != nil {
-			return err
-		}
-		s.tx.Add(1)
-		if err := s.opt.Poison(ctx, ev, nil, rowErr, s.ackerFor("", size, 0, ev.CommitTime)); err != nil {
-			s.budget.Release(1, size) // its ack will never come
-			return err
-		}
-		return nil
+// KeepAlive sends a status update now: the relay is waiting for Kafka.
+func (s *stream) KeepAlive(ctx context.Context) error {
+	if err := s.lockLost(); err != nil {
+		return err
 	}
-	if len(s.records) == 0 {
-		s.skip(skipReason(ev.Op))
-		return nil
-	}
-	for i := range s.records {
-		rec := &s.records[i]
-		size := recordBytes(rec)
-		if err := s.acquire(ctx, 1, size); err != nil {
-			return err
-		}
-		s.tx.Add(1)
-		ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value), ev.CommitTime)
-		if err := s.opt.Sink.Send(ctx, rec, ack); err != nil {
-			err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, pglogrepl.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
-			if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
-				err = s.opt.Poison(ctx, ev, rec, err, s.ackerFor("", size, 0, ev.CommitTime))
-				if err == nil {
-					continue
-				}
-			}
-			// The sink did not take it: its ack will never come.
-			s.budget.Release(1, size)
-			return err
-		}
-	}
-	return nil
-}
-
-// ackerFor returns the ack callback of one record: it gives back size
-// bytes of budget and reports published key+value bytes to the observer. A
-// poison row's ack (topic "") is not a publication and is not reported as
-// one.
-func (s *session) ackerFor(topic string, size int64, published int, commitTime time.Time) func(error) {
-	tx := s.tx
-	return func(err error) {
-		s.budget.Release(1, size)
-		tx.Ack(err)
-		if err == nil && topic != "" && s.opt.Observer != nil {
-			s.opt.Observer.Published(topic, published, commitTime)
-		}
-	}
-}
-
-// acquire takes in-flight budget, answering the server while it waits so
-// that a slow Kafka never looks like a dead client (wal_sender_timeout).
-func (s *session) acquire(ctx context.Context, records int, bytes int64) error {
-	for {
-		ok, err := s.budget.Acquire(ctx, records, bytes, time.Second)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if err := s.ck.Err(); err != nil {
-			return err
-		}
-		if err := s.maybeStatus(ctx, true); err != nil {
-			return err
-		}
-	}
+	return s.maybeStatus(ctx, true)
 }
 
 // maybeStatus sends a standby status update when the server asked, when
 // the status interval passed, or when the confirmed LSN moved (at most every
 // ConfirmEvery). write = flush = apply = confirmed: PostgreSQL keeps WAL
 // from the slot's confirmed_flush_lsn, so claiming more would lose events.
-func (s *session) maybeStatus(ctx context.Context, force bool) error {
+func (s *stream) maybeStatus(ctx context.Context, force bool) error {
 	if !s.streaming {
 		return nil
 	}
-	confirmed := s.ck.Confirmed()
+	confirmed := s.p.Confirmed()
 	now := time.Now()
 	due := now.Sub(s.lastStatus) >= s.cfg.StatusInterval
-	moved := confirmed != s.lastConfirmed && now.Sub(s.lastStatus) >= s.opt.ConfirmEvery
+	moved := confirmed != s.lastConfirmed && now.Sub(s.lastStatus) >= s.src.opt.ConfirmEvery
 	if !force && !due && !moved {
 		return nil
 	}
-	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.conn, pglogrepl.StandbyStatusUpdate{
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.repl, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: confirmed,
 		WALFlushPosition: confirmed,
 		WALApplyPosition: confirmed,
@@ -415,210 +327,159 @@ func (s *session) maybeStatus(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("sending standby status update (confirmed %s): %w", confirmed, err)
 	}
-	if s.opt.Observer != nil {
+	if obs := s.src.opt.Observer; obs != nil {
 		if confirmed != s.lastConfirmed {
-			s.opt.Observer.Confirmed(confirmed)
+			obs.Confirmed(confirmed)
 		}
-		s.opt.Observer.Pending(s.ck.Oldest())
+		obs.Pending(s.p.Oldest())
 	}
 	s.lastStatus = now
 	s.lastConfirmed = confirmed
+	s.replyDue = false
 	return nil
 }
 
-// maybeHeartbeat does what Debezium does every heartbeat.interval.ms: run
-// heartbeat.action.query (typically a write to a table in the publication,
-// so a quiet database still produces WAL the slot can confirm) and emit a
-// heartbeat record to the heartbeat topic. The slot's progress itself does
-// not depend on heartbeats here: the keepalive rule moves an idle slot.
-func (s *session) maybeHeartbeat(ctx context.Context) error {
-	if s.cfg.HeartbeatInterval <= 0 || time.Since(s.lastHeartbeat) < s.cfg.HeartbeatInterval {
-		return nil
-	}
+func (s *stream) heartbeatDue() bool {
+	return s.cfg.HeartbeatInterval > 0 && time.Since(s.lastHeartbeat) >= s.cfg.HeartbeatInterval
+}
+
+// heartbeat does the PostgreSQL half of what Debezium does every
+// heartbeat.interval.ms: it runs heartbeat.action.query (typically a write
+// to a table in the publication, so a quiet database still produces WAL
+// the slot can confirm); the relay emits the heartbeat record. The slot's
+// progress itself does not depend on heartbeats: the keepalive rule moves
+// an idle slot.
+func (s *stream) heartbeat(ctx context.Context) (*capture.Event, error) {
 	s.lastHeartbeat = time.Now()
 	if s.cfg.HeartbeatQuery != "" {
-		if _, err := s.pg.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
-			return fmt.Errorf("running heartbeat.action.query: %w", err)
+		if _, err := s.conn.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
+			return nil, fmt.Errorf("running heartbeat.action.query: %w", err)
 		}
 	}
-	rec := s.opt.Router.Heartbeat(s.cfg.HeartbeatTopic, s.lastHeartbeat)
-	size := recordBytes(&rec)
-	if err := s.acquire(ctx, 1, size); err != nil {
-		return err
+	s.ev = capture.Event{Kind: capture.KindHeartbeat, CommitTime: s.lastHeartbeat}
+	return &s.ev, nil
+}
+
+// Close is the PostgreSQL end of the shutdown order: the relay has stopped
+// reading and flushed Kafka; send the final status update, end the COPY,
+// drop the slot if slot.drop.on.stop asks and the stop was clean, close
+// both connections.
+func (s *stream) Close(ctx context.Context, clean bool) error {
+	s.stopWatch()
+	defer s.closeConns()
+	if s.snap != nil {
+		s.snap.close()
 	}
-	// A heartbeat belongs to no transaction: its outcome never moves or
-	// holds the confirmed LSN, and a failed one only warrants a warning.
-	err := s.opt.Sink.Send(ctx, &rec, func(err error) {
-		s.budget.Release(1, size)
-		if err != nil {
-			s.log.Warn("heartbeat not delivered", "topic", rec.Topic, "err", err)
+	err := s.maybeStatus(ctx, true)
+	if s.streaming {
+		// Closing the socket now could kill the walsender in the middle of
+		// a write, before it reads the status update just sent: the slot
+		// would keep its older position and a restart would send again
+		// what Kafka already has. Ending the COPY makes the server read
+		// everything we sent first.
+		if err := endCopy(ctx, s.repl); err != nil {
+			s.src.opt.Log.Debug("stopping: ending the replication stream", "err", err)
 		}
-	})
-	if err != nil {
-		s.budget.Release(1, size)
+	}
+	if s.lockLost() != nil {
+		s.src.dropLock()
+	}
+	s.src.opt.Log.Info("stream stopped", "confirmed", s.p.Confirmed().String())
+	if s.cfg.DropSlotOnStop && ctx.Err() == nil {
+		s.dropOnStop(clean)
 	}
 	return err
 }
 
-// recordBytes is what a record counts against MaxInFlightBytes: key,
-// value, headers and a per-record allowance no smaller than what a Kafka
-// producer counts for framing, so that a sink whose buffer is as large as
-// the budget never has to block Send (a blocked Send would stop the
-// answers to the server's keepalives).
-func recordBytes(r *router.Record) int64 {
-	n := int64(len(r.Key)+len(r.Value)) + 64
-	for _, h := range r.Headers {
-		n += int64(10 + len(h.Key) + len(h.Value))
-	}
-	return n
+func (s *stream) closeConns() {
+	s.conn.Close(context.Background())
+	s.repl.Close(context.Background())
 }
 
-func skipReason(op router.Op) string {
-	switch op {
-	case router.OpUpdate:
-		return "update"
-	case router.OpDelete:
-		return "delete"
+// dropOnStop drops the slot after an orderly stop (slot.drop.on.stop), on
+// the replication connection, which Close has taken out of streaming.
+func (s *stream) dropOnStop(clean bool) {
+	if !clean {
+		s.src.opt.Log.Warn("stopping: the slot is kept although slot.drop.on.stop is set: Kafka did not acknowledge every record, or a transaction was left half read, and the rest would be lost with it", "in_flight", s.p.InFlight())
+		return
 	}
-	return "routed_to_nothing"
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := dropSlot(dctx, s.repl, s.cfg.Slot); err != nil {
+		s.src.opt.Log.Warn("stopping: the slot was not dropped; drop it by hand if it is no longer needed", "err", err,
+			"sql", fmt.Sprintf("SELECT pg_drop_replication_slot('%s');", s.cfg.Slot))
+		return
+	}
+	s.src.opt.Log.Info("replication slot dropped (slot.drop.on.stop)", "slot", s.cfg.Slot)
 }
 
-// bindColumns pairs a tuple's values with the relation's column names and
-// types. Values alias the frame: valid until the next message.
-// With only, it binds just the columns marked there.
-func bindColumns(dst []router.Column, rel *Relation, t *Tuple, nullable, only []bool) []router.Column {
-	for i, c := range t.Columns {
-		if only != nil && (i >= len(only) || !only[i]) {
-			continue
+// endCopy sends CopyDone and reads, discarding the WAL still in flight,
+// until the server has ended the stream too (ReadyForQuery), ctx ends, or
+// the connection fails. The server handles our messages in order, so the
+// status update sent before CopyDone has been applied to the slot when it
+// answers.
+func endCopy(ctx context.Context, conn *pgconn.PgConn) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn.Frontend().Send(&pgproto3.CopyDone{})
+	if err := conn.Frontend().Flush(); err != nil {
+		return fmt.Errorf("sending CopyDone: %w", err)
+	}
+	for {
+		msg, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for the end of the stream: %w", err)
 		}
-		rc := &rel.Columns[i]
-		v := router.Value{OID: rc.TypeOID}
-		switch c.Kind {
-		case ColumnNull:
-			v.Null = true
-		case ColumnUnchanged:
-			// An unchanged TOASTed value: the server did not send it.
-			// Only updates carry these.
-			v.Unchanged = true
-		default:
-			v.Text = c.Data
-		}
-		dst = append(dst, router.Column{Name: rc.Name, Value: v, Nullable: i < len(nullable) && nullable[i]})
-	}
-	return dst
-}
-
-// relCatalog is what pgoutput does not send about a relation's columns, in
-// the order of its Relation message: whether each accepts NULL
-// (JsonConverter schemas show it as "optional"), and whether it is part of
-// the primary key (Debezium's record key, whatever the replica identity).
-type relCatalog struct {
-	nullable []bool
-	primary  []bool
-}
-
-// keyColumns marks the columns that identify a row: the primary key, or,
-// for a table without one, the replica identity the Relation message flags.
-// With REPLICA IDENTITY FULL pgoutput flags every column, so the primary
-// key must come from the catalog: otherwise every update would look like
-// a key change.
-func (c relCatalog) keyColumns(rel *Relation) []bool {
-	for _, p := range c.primary {
-		if p {
-			return c.primary
+		switch m := msg.(type) {
+		case *pgproto3.ReadyForQuery:
+			return nil
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("ending the stream: %w", pgconn.ErrorResponseToPgError(m))
 		}
 	}
-	key := make([]bool, len(rel.Columns))
-	for i, rc := range rel.Columns {
-		key[i] = rc.Key
-	}
-	return key
 }
 
-// readRelCatalog reads nullability and primary-key membership of a
-// relation's columns.
-func readRelCatalog(ctx context.Context, conn *pgx.Conn, rel *Relation) (relCatalog, error) {
-	rows, err := conn.Query(ctx, `SELECT a.attname, NOT a.attnotnull, coalesce(a.attnum = ANY(i.indkey), false)
-		FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
-		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, rel.ID)
-	if err != nil {
-		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
-	}
-	type attr struct{ nullable, primary bool }
-	byName := map[string]attr{}
-	var name string
-	var a attr
-	if _, err = pgx.ForEachRow(rows, []any{&name, &a.nullable, &a.primary}, func() error {
-		byName[name] = a
-		return nil
-	}); err != nil {
-		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
-	}
-	c := relCatalog{nullable: make([]bool, len(rel.Columns)), primary: make([]bool, len(rel.Columns))}
-	for i, col := range rel.Columns {
-		c.nullable[i] = byName[col.Name].nullable
-		c.primary[i] = byName[col.Name].primary
-	}
-	return c, nil
-}
-
-// keyChanged reports whether an UPDATE changed the row's key. The old
-// tuple ('K' key-only or 'O' full) carries the old key values; a key column
-// it does not carry ('n' in a 'K' tuple of another replica identity) cannot
-// be compared and counts as unchanged.
-func keyChanged(newT, old *Tuple, key []bool) bool {
-	for i := range key {
-		if !key[i] || i >= len(old.Columns) || i >= len(newT.Columns) {
-			continue
+// watchLock checks the failover lock's connection every poll while the
+// stream lives; when it fails, the receive in progress is cancelled and
+// the stream's next call returns ErrLockLost. The watcher is the only user
+// of lock meanwhile.
+func (s *stream) watchLock(lock *pgx.Conn, poll time.Duration) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := lock.Ping(pctx)
+			cancel()
+			if err != nil {
+				lost := fmt.Errorf("%w: its connection failed: %w", ErrLockLost, err)
+				s.lockErr.Store(&lost)
+				if c := s.recvCancel.Load(); c != nil {
+					(*c)()
+				}
+				return
+			}
 		}
-		o, n := old.Columns[i], newT.Columns[i]
-		if o.Kind == ColumnNull && n.Kind != ColumnNull {
-			continue
-		}
-		if o.Kind != n.Kind || string(o.Data) != string(n.Data) {
-			return true
-		}
-	}
-	return false
+	}()
+	s.stopWatch = func() { close(done); <-stopped; s.stopWatch = func() {} }
 }
 
-// connect opens the ordinary and the replication connection as the relay's
-// role.
-func connect(ctx context.Context, cfg *Config) (*pgx.Conn, *pgconn.PgConn, error) {
-	rc, err := cfg.ReplicationConfig()
-	if err != nil {
-		return nil, nil, err
+func (s *stream) lockLost() error {
+	if p := s.lockErr.Load(); p != nil {
+		return *p
 	}
-	conn, err := cfg.Connect(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	repl, err := pgconn.ConnectConfig(ctx, rc)
-	if err != nil {
-		conn.Close(context.Background())
-		return nil, nil, connectError("opening the replication connection", cfg, err)
-	}
-	return conn, repl, nil
+	return nil
 }
 
-// connectError wraps a failed connection with where it went and, for the
-// failures a person must fix, which connector key to look at.
-func connectError(op string, cfg *Config, err error) error {
-	hint := ""
-	var pgErr *pgconn.PgError
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	switch {
-	case errors.As(err, &unknownCA):
-		hint = "; the server certificate is not signed by database.sslrootcert: set it to the CA that signed it"
-	case errors.As(err, &hostname):
-		hint = "; the server certificate does not name database.hostname: connect by a name it lists, or use database.sslmode=verify-ca"
-	case errors.As(err, &pgErr) && pgErr.Code == "28P01":
-		hint = "; check database.user and database.password"
-	case errors.As(err, &pgErr) && pgErr.Code == "28000":
-		hint = "; add a pg_hba.conf line for this user, database and address (replication connections need one for the database too)"
-	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
-		hint = "; check database.dbname"
-	}
-	return fmt.Errorf("%s to %s:%d/%s as %s: %w%s", op, cfg.Host, cfg.Port, cfg.DBName, cfg.User, err, hint)
-}
+var _ capture.Stream = (*stream)(nil)
+
+// errNoSnapshot guards SnapshotDone outside a snapshot.
+var errNoSnapshot = errors.New("SnapshotDone without a snapshot")

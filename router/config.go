@@ -527,3 +527,22 @@ func parseBool(key, v string, dst *bool) error {
 	}
 	return nil
 }
+
+// Placement is one parsed entry of table.fields.additional.placement.
+type Placement struct {
+	Column string
+	Kind   string // header, envelope or partition
+	Alias  string
+}
+
+// Placements returns table.fields.additional.placement as Validate parsed
+// it (ParseConfig validates), so that check reads the entries the router
+// routes by.
+func (c Config) Placements() []Placement {
+	names := [...]string{placeHeader: "header", placeEnvelope: "envelope", placePartition: "partition"}
+	out := make([]Placement, len(c.placements))
+	for i, p := range c.placements {
+		out[i] = Placement{Column: p.column, Kind: names[p.kind], Alias: p.alias}
+	}
+	return out
+}

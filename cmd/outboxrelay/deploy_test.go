@@ -48,12 +48,12 @@ func TestDeployConfigs(t *testing.T) {
 		if !strings.Contains(strings.Join(cfg.Secrets, ","), "s3cret") {
 			t.Errorf("%s: the password from ${env:OUTBOXRELAY_DB_PASSWORD} is not a known secret", path)
 		}
-		opts, producer, err := wire(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		set, producer, err := build(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		producer.Close()
-		if opts.Config.Password != "s3cret" {
+		if set.Postgres.Password != "s3cret" {
 			t.Errorf("%s: database.password not resolved from the environment", path)
 		}
 	}

@@ -23,8 +23,9 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
-	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
 )
 
@@ -123,29 +124,19 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return errors.New(cfg.Scrub(err.Error()))
 	}
-	relay, producer, err := wire(cfg, log)
+	set, producer, err := build(cfg, log)
 	if err != nil {
 		return usageError{scrub(err)}
 	}
 	defer producer.Close()
-	jcfg, err := parseJanitorConfig(cfg.Relay)
+	m := newMetrics(producer.InFlight)
+	producer.SetObserver(m)
+	opt, err := wire(set, producer, m, log)
 	if err != nil {
-		return usageError{err}
+		return usageError{scrub(err)}
 	}
 
-	m := newMetrics(producer.InFlight)
-	relay.Observer = m
-	producer.SetObserver(m)
-	if poison := relay.Poison; poison != nil {
-		relay.Poison = func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error {
-			err := poison(ctx, ev, rec, cause, ack)
-			if err == nil {
-				m.deadLettered.Inc()
-			}
-			return err
-		}
-	}
-	// The helpers below stop with bg, after Run has flushed and confirmed.
+	// The helpers below stop with bg, after relay.Run has flushed and confirmed.
 	bg, stopBG := context.WithCancel(context.Background())
 	var waits []func()
 	defer func() {
@@ -163,14 +154,15 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	waits = append(waits, goWait(func() { pingKafka(bg, producer.Ping, m, 5*time.Second) }))
 	waits = append(waits, goWait(func() { logProgress(bg, m, log, 30*time.Second) }))
-	if jcfg.Retention > 0 {
-		j := &janitor{cfg: jcfg, pg: relay.Config, log: log.With("component", "janitor"), m: m,
-			active: func() bool { return m.currentState() == replication.StateStreaming }}
-		waits = append(waits, goWait(func() { j.run(bg) }))
+	if set.Janitor.Retention > 0 {
+		j := &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"),
+			Active:  func() bool { return m.currentState() == replication.StateStreaming },
+			Deleted: func(n int64) { m.janitorDeleted.Add(float64(n)) }}
+		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 
 	log.Info("starting", "connector", cfg.Name, "version", version())
-	err = replication.Run(ctx, relay)
+	err = relay.Run(ctx, opt)
 	if err != nil {
 		log.Error("stopped", "err", scrub(err).Error())
 		return scrub(err)
@@ -196,80 +188,46 @@ func loadConfig(path, brokers string, log *slog.Logger) (*config.Config, error) 
 	return cfg, nil
 }
 
-// wire builds the components from the config, validating all of them
-// before anything connects.
-func wire(cfg *config.Config, log *slog.Logger) (replication.Options, *sink.Producer, error) {
-	var errs []error
-	rcfg, warnings, err := router.ParseConfig(cfg.Router)
-	errs = append(errs, err)
-	for _, w := range warnings {
-		log.Warn("config: " + w)
-	}
-	pcfg, err := replication.ParseConfig(cfg.Postgres)
-	errs = append(errs, err)
-	if err == nil {
-		_, err = pcfg.ConnConfig() // TLS files readable, values valid
-		errs = append(errs, err)
-	}
-	scfg, err := sink.ParseConfig(cfg.Kafka)
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
-		return replication.Options{}, nil, err
-	}
-	rt, err := router.New(rcfg, log)
+// build parses every component's configuration and
+// builds the producer; nothing connects yet.
+func build(cfg *config.Config, log *slog.Logger) (*setup.Setup, *sink.Producer, error) {
+	set, err := setup.Parse(cfg, log)
 	if err != nil {
-		return replication.Options{}, nil, err
+		return nil, nil, err
 	}
-	producer, err := sink.NewProducer(scfg, log)
+	producer, err := set.Producer(log)
 	if err != nil {
-		return replication.Options{}, nil, err
+		return nil, nil, err
 	}
-	poison, err := poisonPolicy(cfg.Relay, cfg.Name, producer, scfg.DeadLetterTopic, log)
+	return set, producer, nil
+}
+
+// wire connects the data path: the replication source, the router, the
+// producer as the sink, the poison policy and the metrics.
+func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logger) (relay.Options, error) {
+	poison, err := set.Poison(producer, log)
 	if err != nil {
-		return replication.Options{}, nil, err
+		return relay.Options{}, err
 	}
-	return replication.Options{
-		Config: &pcfg,
-		Router: rt,
-		Sink:   &producerSink{p: producer},
-		Log:    log,
-		Poison: poison,
+	src, err := replication.NewSource(&set.Postgres, replication.SourceOptions{Log: log, Observer: m})
+	if err != nil {
+		return relay.Options{}, err
+	}
+	return relay.Options{
+		Source:         src,
+		Router:         set.Router,
+		Sink:           &relay.ProducerSink{P: producer},
+		Log:            log,
+		Observer:       m,
+		Poison:         poison,
+		HeartbeatTopic: set.Postgres.HeartbeatTopic,
 		// The stream stops reading at buffer.memory, answering the
 		// server while it waits; the producer then never blocks Send.
-		MaxInFlightBytes: scfg.BufferMemory,
-	}, producer, nil
+		MaxInFlightBytes: set.Kafka.BufferMemory,
+		MaxRetries:       set.Postgres.MaxRetries,
+		RetryWait:        set.Postgres.RetryWait,
+	}, nil
 }
-
-// producerSink adapts the Kafka producer to the stream. The stream
-// goroutine is its only caller, so one header buffer is reused; the
-// producer copies the record before Send returns.
-type producerSink struct {
-	p       *sink.Producer
-	headers []sink.Header
-}
-
-func (s *producerSink) Send(ctx context.Context, r *router.Record, ack func(error)) error {
-	s.headers = s.headers[:0]
-	for _, h := range r.Headers {
-		s.headers = append(s.headers, sink.Header{Key: h.Key, Value: h.Value})
-	}
-	err := s.p.Send(ctx, sink.Record{
-		Topic:     r.Topic,
-		Partition: r.Partition,
-		Key:       r.Key,
-		Value:     r.Value,
-		Headers:   s.headers,
-		Timestamp: r.Timestamp,
-		EventID:   r.EventID,
-	}, ack)
-	if errors.Is(err, sink.ErrRecordTooLarge) {
-		// The record, not the connection, is at fault: a poison row.
-		return fmt.Errorf("%w: %w", replication.ErrRecordRejected, err)
-	}
-	return err
-}
-
-func (s *producerSink) Flush(ctx context.Context) error { return s.p.Flush(ctx) }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level

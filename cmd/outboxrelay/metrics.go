@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 )
 
@@ -63,7 +64,7 @@ var (
 	_           replication.Observer = (*metrics)(nil)
 	skipReasons                      = []string{"update", "delete", "truncate", "other_table", "logical_message", "routed_to_nothing"}
 	states                           = []string{replication.StateStandby, replication.StateConnected, replication.StateSnapshot,
-		replication.StateStreaming, replication.StateRetrying, replication.StateStopped}
+		replication.StateStreaming, relay.StateRetrying, relay.StateStopped}
 )
 
 // newMetrics builds a fresh registry (never the global one: two relays in
@@ -168,6 +169,9 @@ func (m *metrics) topic(topic string) *topicCounters {
 }
 
 // Skipped implements replication.Observer.
+// DeadLettered counts a row the poison policy dealt with.
+func (m *metrics) DeadLettered() { m.deadLettered.Inc() }
+
 func (m *metrics) Skipped(reason string) {
 	if c, ok := m.skippedBy[reason]; ok {
 		c.Inc()
@@ -212,7 +216,7 @@ func (m *metrics) State(s string) {
 	if prev == s {
 		return
 	}
-	if s == replication.StateRetrying {
+	if s == relay.StateRetrying {
 		m.reconnects.Inc()
 	}
 	if prev != "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 )
 
@@ -29,7 +29,7 @@ func TestMetricsWiring(t *testing.T) {
 	m.Received(0x1000, 0x1800)
 	m.Confirmed(0x1200)
 	m.ProduceFailed("network", true)
-	m.State(replication.StateRetrying)
+	m.State(relay.StateRetrying)
 	m.State(replication.StateStreaming)
 	m.SnapshotProgress(42, true)
 
@@ -128,21 +128,3 @@ func TestPublishedDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestFormatChecks(t *testing.T) {
-	var b bytes.Buffer
-	failed := formatChecks(&b, []checkResult{
-		{Name: "wal_level", OK: true, Detail: "logical"},
-		{Name: "publication p", Detail: "does not exist", Fix: "CREATE PUBLICATION p FOR TABLE public.outbox;"},
-		{Name: "columns of public.outbox", Detail: "a missing; b missing", Fix: "ALTER TABLE x ADD COLUMN a text;\nALTER TABLE x ADD COLUMN b text;"},
-	})
-	want := `✓ wal_level: logical
-✗ publication p: does not exist
-    fix: CREATE PUBLICATION p FOR TABLE public.outbox;
-✗ columns of public.outbox: a missing; b missing
-    fix: ALTER TABLE x ADD COLUMN a text;
-    fix: ALTER TABLE x ADD COLUMN b text;
-`
-	if failed != 2 || b.String() != want {
-		t.Errorf("formatChecks = %d,\n%s\nwant 2,\n%s", failed, b.String(), want)
-	}
-}

@@ -39,24 +39,24 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// relay is an outboxrelay `run` running in-process, exactly as main runs it.
-type relay struct {
+// relayProc is an outboxrelay `run` running in-process, exactly as main runs it.
+type relayProc struct {
 	cancel context.CancelFunc
 	done   chan error
 	log    *syncBuffer
 }
 
-func startRelay(t *testing.T, configPath string) *relay {
+func startRelay(t *testing.T, configPath string) *relayProc {
 	t.Helper()
 	return startRelayWith(t, configPath, testbed.KafkaBrokers(t))
 }
 
 // startRelayWith runs the relay against the given Kafka bootstrap address,
 // with extra flags for run (e.g. --http-addr).
-func startRelayWith(t *testing.T, configPath, brokers string, extra ...string) *relay {
+func startRelayWith(t *testing.T, configPath, brokers string, extra ...string) *relayProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &relay{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
+	r := &relayProc{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
 	args := append([]string{"run", "--config", configPath, "--kafka-brokers", brokers, "--log-format", "text"}, extra...)
 	go func() {
 		r.done <- run(ctx, args, r.log, r.log)
@@ -80,7 +80,7 @@ func startRelayWith(t *testing.T, configPath, brokers string, extra ...string) *
 // picks (127.0.0.1:0) and returns the address it serves on, read from its
 // log. A port chosen by the test and released before the relay binds it
 // can be taken meanwhile by any outgoing connection.
-func startRelayHTTP(t *testing.T, configPath string) (*relay, string) {
+func startRelayHTTP(t *testing.T, configPath string) (*relayProc, string) {
 	t.Helper()
 	r := startRelayWith(t, configPath, testbed.KafkaBrokers(t), "--http-addr", "127.0.0.1:0")
 	serving := regexp.MustCompile(`msg="http: serving[^"]*" addr=(\S+)`)
@@ -102,7 +102,7 @@ func startRelayHTTP(t *testing.T, configPath string) (*relay, string) {
 }
 
 // stop ends the relay as SIGTERM does and returns its error.
-func (r *relay) stop(t *testing.T) error {
+func (r *relayProc) stop(t *testing.T) error {
 	t.Helper()
 	r.cancel()
 	select {

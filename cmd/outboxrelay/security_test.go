@@ -12,7 +12,7 @@ import (
 const pgPassword = "debezium@123" // the example config's database.password
 
 // waitExit waits for the relay to stop by itself and returns its error.
-func (r *relay) waitExit(t *testing.T, within time.Duration) error {
+func (r *relayProc) waitExit(t *testing.T, within time.Duration) error {
 	t.Helper()
 	select {
 	case err := <-r.done:
@@ -25,7 +25,7 @@ func (r *relay) waitExit(t *testing.T, within time.Duration) error {
 }
 
 // noSecrets fails when a password shows in the relay's log or error.
-func noSecrets(t *testing.T, r *relay, err error, secrets ...string) {
+func noSecrets(t *testing.T, r *relayProc, err error, secrets ...string) {
 	t.Helper()
 	text := r.log.String()
 	if err != nil {

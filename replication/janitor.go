@@ -1,4 +1,4 @@
-package main
+package replication
 
 import (
 	"context"
@@ -12,19 +12,17 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/outboxrelay/outboxrelay/replication"
 )
 
-// Keys of the outbox clean-up janitor (section Relay).
+// Keys of the outbox clean-up janitor (in the connector file's config).
 const (
-	keyRetention       = "outbox.retention.ms"
-	keyRetentionColumn = "outbox.retention.column"
+	KeyRetention       = "outbox.retention.ms"
+	KeyRetentionColumn = "outbox.retention.column"
 )
 
-// janitorConfig is the clean-up janitor's configuration. Retention 0 (the
+// JanitorConfig is the clean-up janitor's configuration. Retention 0 (the
 // default) turns it off.
-type janitorConfig struct {
+type JanitorConfig struct {
 	Retention time.Duration // outbox.retention.ms
 	Column    string        // outbox.retention.column, default created_at
 	Batch     int           // rows per DELETE statement
@@ -34,16 +32,18 @@ type janitorConfig struct {
 	ConfirmWait time.Duration
 }
 
-func parseJanitorConfig(relay map[string]string) (janitorConfig, error) {
-	c := janitorConfig{Column: "created_at", Batch: 1000, Pause: 100 * time.Millisecond, ConfirmWait: 30 * time.Second}
-	if v := strings.TrimSpace(relay[keyRetention]); v != "" {
+// ParseJanitorConfig reads the janitor's keys (outbox.retention.ms,
+// outbox.retention.column) with their defaults.
+func ParseJanitorConfig(relay map[string]string) (JanitorConfig, error) {
+	c := JanitorConfig{Column: "created_at", Batch: 1000, Pause: 100 * time.Millisecond, ConfirmWait: 30 * time.Second}
+	if v := strings.TrimSpace(relay[KeyRetention]); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms < 0 {
-			return c, fmt.Errorf("%s %q: write a number of milliseconds, e.g. \"%s\": \"604800000\" (7 days), or 0 to keep every row", keyRetention, v, keyRetention)
+			return c, fmt.Errorf("%s %q: write a number of milliseconds, e.g. \"%s\": \"604800000\" (7 days), or 0 to keep every row", KeyRetention, v, KeyRetention)
 		}
 		c.Retention = time.Duration(ms) * time.Millisecond
 	}
-	if v := strings.TrimSpace(relay[keyRetentionColumn]); v != "" {
+	if v := strings.TrimSpace(relay[KeyRetentionColumn]); v != "" {
 		c.Column = v
 	}
 	return c, nil
@@ -51,11 +51,11 @@ func parseJanitorConfig(relay map[string]string) (janitorConfig, error) {
 
 // interval is the pause between two clean-up rounds: half the retention,
 // between 1 s and 1 min, so rows live at most about 1.5 × the retention.
-func (c janitorConfig) interval() time.Duration {
+func (c JanitorConfig) interval() time.Duration {
 	return min(max(c.Retention/2, time.Second), time.Minute)
 }
 
-// janitor deletes outbox rows older than the retention, in small batches,
+// Janitor deletes outbox rows older than the retention, in small batches,
 // on its own connection, outside the stream's hot path. Deletes are not
 // routed (the router skips them as it always did).
 //
@@ -79,18 +79,22 @@ func (c janitorConfig) interval() time.Duration {
 // fail with a serialization error; the batch is rolled back and tried again
 // next round. The snapshot is held for at most ConfirmWait, which bounds
 // how long the janitor holds back VACUUM.
-type janitor struct {
-	cfg    janitorConfig
-	pg     *replication.Config
-	log    *slog.Logger
-	m      *metrics
-	active func() bool // only the instance that streams cleans up
+type Janitor struct {
+	Cfg JanitorConfig
+	PG  *Config
+	Log *slog.Logger
+	// Active says whether this instance streams: only that one cleans up.
+	Active func() bool
+	// Deleted, when set, is told how many rows each batch deleted.
+	Deleted func(n int64)
 }
 
-func (j *janitor) run(ctx context.Context) {
-	j.log.Info("janitor: deleting confirmed outbox rows older than the retention",
-		"retention", j.cfg.Retention.String(), "column", j.cfg.Column, "batch", j.cfg.Batch, "every", j.cfg.interval().String())
-	t := time.NewTicker(j.cfg.interval())
+// Run cleans up every interval until ctx ends; a failed round is logged
+// and tried again next round.
+func (j *Janitor) Run(ctx context.Context) {
+	j.Log.Info("janitor: deleting confirmed outbox rows older than the retention",
+		"retention", j.Cfg.Retention.String(), "column", j.Cfg.Column, "batch", j.Cfg.Batch, "every", j.Cfg.interval().String())
+	t := time.NewTicker(j.Cfg.interval())
 	defer t.Stop()
 	for {
 		select {
@@ -98,30 +102,30 @@ func (j *janitor) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if !j.active() {
+		if !j.Active() {
 			continue
 		}
-		n, err := j.round(ctx)
+		n, err := j.Round(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			j.log.Warn("janitor: clean-up round failed; trying again next round", "deleted", n, "err", err)
+			j.Log.Warn("janitor: clean-up round failed; trying again next round", "deleted", n, "err", err)
 		} else if n > 0 {
-			j.log.Info("janitor: deleted old outbox rows", "rows", n)
+			j.Log.Info("janitor: deleted old outbox rows", "rows", n)
 		}
 	}
 }
 
-// round deletes old confirmed rows from every outbox table, batch by batch,
-// until a batch finds fewer rows than its size.
-func (j *janitor) round(ctx context.Context) (int64, error) {
-	conn, err := j.pg.Connect(ctx)
+// Round deletes old confirmed rows from every outbox table, batch by batch,
+// until a batch finds fewer rows than its size, and returns how many.
+func (j *Janitor) Round(ctx context.Context) (int64, error) {
+	conn, err := j.PG.Connect(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("janitor: %w", err)
 	}
 	defer conn.Close(context.Background())
-	tables, err := replication.IncludedTables(ctx, conn, j.pg)
+	tables, err := IncludedTables(ctx, conn, j.PG)
 	if err != nil {
 		return 0, fmt.Errorf("janitor: %w", err)
 	}
@@ -130,17 +134,19 @@ func (j *janitor) round(ctx context.Context) (int64, error) {
 		for {
 			n, err := j.batch(ctx, conn, table)
 			total += n
-			j.m.janitorDeleted.Add(float64(n))
+			if j.Deleted != nil {
+				j.Deleted(n)
+			}
 			if err != nil {
 				return total, err
 			}
-			if n < int64(j.cfg.Batch) {
+			if n < int64(j.Cfg.Batch) {
 				break
 			}
 			select {
 			case <-ctx.Done():
 				return total, ctx.Err()
-			case <-time.After(j.cfg.Pause):
+			case <-time.After(j.Cfg.Pause):
 			}
 		}
 	}
@@ -151,7 +157,7 @@ func (j *janitor) round(ctx context.Context) (int64, error) {
 // time; nothing was deleted.
 var errNotConfirmed = errors.New("the slot has not confirmed past the batch's snapshot yet")
 
-func (j *janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int64, error) {
+func (j *Janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int64, error) {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return 0, fmt.Errorf("janitor: begin: %w", err)
@@ -169,22 +175,22 @@ func (j *janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int6
 		return 0, err
 	}
 	schema, name, _ := strings.Cut(table, ".")
-	qt := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
-	col := replication.QuoteIdent(j.cfg.Column)
+	qt := QuoteIdent(schema) + "." + QuoteIdent(name)
+	col := QuoteIdent(j.Cfg.Column)
 	// ctid = ANY(ARRAY(...)) is a TID scan: the batch touches only the rows
 	// it picked, and LIMIT keeps each statement (and its WAL) small. The
 	// age test is repeated outside: in a partitioned table a ctid is unique
 	// only within one partition, and a young row elsewhere may share it.
 	old := fmt.Sprintf(`%s < now() - $1::bigint * interval '1 millisecond'`, col)
 	stmt := fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s WHERE %s LIMIT $2)) AND %s`, qt, qt, old, old)
-	tag, err := tx.Exec(ctx, stmt, j.cfg.Retention.Milliseconds(), j.cfg.Batch)
+	tag, err := tx.Exec(ctx, stmt, j.Cfg.Retention.Milliseconds(), j.Cfg.Batch)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-			return 0, fmt.Errorf("janitor: %s: %w; run GRANT DELETE ON %s TO %s; or unset %s", table, err, qt, replication.QuoteIdent(j.pg.User), keyRetention)
+			return 0, fmt.Errorf("janitor: %s: %w; run GRANT DELETE ON %s TO %s; or unset %s", table, err, qt, QuoteIdent(j.PG.User), KeyRetention)
 		}
 		if errors.As(err, &pgErr) && pgErr.Code == "42703" {
-			return 0, fmt.Errorf("janitor: %s has no column %s: %w; set %s to its insert-time column", table, j.cfg.Column, err, keyRetentionColumn)
+			return 0, fmt.Errorf("janitor: %s has no column %s: %w; set %s to its insert-time column", table, j.Cfg.Column, err, KeyRetentionColumn)
 		}
 		return 0, fmt.Errorf("janitor: deleting from %s: %w", table, err)
 	}
@@ -195,26 +201,26 @@ func (j *janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int6
 }
 
 // waitConfirmed polls the slot until its confirmed_flush_lsn reaches w.
-func (j *janitor) waitConfirmed(ctx context.Context, tx pgx.Tx, w pglogrepl.LSN) error {
-	deadline := time.Now().Add(j.cfg.ConfirmWait)
+func (j *Janitor) waitConfirmed(ctx context.Context, tx pgx.Tx, w pglogrepl.LSN) error {
+	deadline := time.Now().Add(j.Cfg.ConfirmWait)
 	for {
 		var text *string
-		err := tx.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, j.pg.Slot).Scan(&text)
+		err := tx.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, j.PG.Slot).Scan(&text)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && text == nil) {
-			return fmt.Errorf("janitor: slot %q does not exist or has no confirmed position: %w", j.pg.Slot, errNotConfirmed)
+			return fmt.Errorf("janitor: slot %q does not exist or has no confirmed position: %w", j.PG.Slot, errNotConfirmed)
 		}
 		if err != nil {
-			return fmt.Errorf("janitor: reading slot %q: %w", j.pg.Slot, err)
+			return fmt.Errorf("janitor: reading slot %q: %w", j.PG.Slot, err)
 		}
 		c, err := pglogrepl.ParseLSN(*text)
 		if err != nil {
-			return fmt.Errorf("janitor: slot %q confirmed_flush_lsn %q: %w", j.pg.Slot, *text, err)
+			return fmt.Errorf("janitor: slot %q confirmed_flush_lsn %q: %w", j.PG.Slot, *text, err)
 		}
 		if c >= w {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("janitor: slot %q confirmed %s, the batch needs %s: %w", j.pg.Slot, c, w, errNotConfirmed)
+			return fmt.Errorf("janitor: slot %q confirmed %s, the batch needs %s: %w", j.PG.Slot, c, w, errNotConfirmed)
 		}
 		select {
 		case <-ctx.Done():

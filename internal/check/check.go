@@ -1,9 +1,13 @@
-package main
+// Package check is outboxrelay check: every precondition of run, checked
+// with run's own parsed configuration and, where run has a check of its
+// own (server version, wal_level, the role), run's own code, so that the
+// two cannot disagree. Each result is a line ✓ or ✗, with the fix under
+// each ✗.
+package check
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,22 +18,23 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxrelay/outboxrelay/internal/setup"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-// checkResult is one line of `outboxrelay check`.
-type checkResult struct {
+// Result is one line of `outboxrelay check`.
+type Result struct {
 	Name   string // what was checked, e.g. "wal_level"
 	OK     bool
 	Detail string // what was found
 	Fix    string // for a failed check: the SQL to run or the key to set
 }
 
-// formatChecks writes one line per check, ✓ or ✗, and under each ✗ the
+// Format writes one line per check, ✓ or ✗, and under each ✗ the
 // fix; it returns how many failed.
-func formatChecks(w io.Writer, results []checkResult) int {
+func Format(w io.Writer, results []Result) int {
 	failed := 0
 	for _, r := range results {
 		mark := "✓"
@@ -53,12 +58,11 @@ func formatChecks(w io.Writer, results []checkResult) int {
 
 // checker gathers results; each check is a method that appends to it.
 type checker struct {
-	results []checkResult
+	results []Result
 	pg      *replication.Config
 	router  router.Config
 	kafka   sink.Config
-	relay   map[string]string
-	jan     janitorConfig
+	jan     replication.JanitorConfig
 	rt      *router.Router
 	prod    *sink.Producer
 	log     *slog.Logger
@@ -71,58 +75,29 @@ type checker struct {
 }
 
 func (c *checker) pass(name, detail string) {
-	c.results = append(c.results, checkResult{Name: name, OK: true, Detail: detail})
+	c.results = append(c.results, Result{Name: name, OK: true, Detail: detail})
 }
 
 func (c *checker) fail(name, detail, fix string) {
-	c.results = append(c.results, checkResult{Name: name, Detail: detail, Fix: fix})
+	c.results = append(c.results, Result{Name: name, Detail: detail, Fix: fix})
 }
 
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("check", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	path := fl.String("config", "", "connector JSON file, as for run")
-	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, as for run")
-	timeout := fl.Duration("timeout", time.Minute, "give up on the checks after this long")
-	if err := fl.Parse(args); err != nil {
-		return usageError{err}
-	}
-	if *path == "" {
-		return usageError{errors.New("check: --config is required, e.g. outboxrelay check --config connector.json")}
-	}
-	// Config warnings go to stderr as text; the checks themselves to stdout.
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := loadConfig(*path, *brokers, log)
-	if err != nil {
-		return err
-	}
-	opts, producer, err := wire(cfg, log)
-	if err != nil {
-		return usageError{errors.New(cfg.Scrub(err.Error()))}
-	}
-	defer producer.Close()
-	scfg, err := sink.ParseConfig(cfg.Kafka)
-	if err != nil {
-		return usageError{errors.New(cfg.Scrub(err.Error()))}
-	}
-	jcfg, err := parseJanitorConfig(cfg.Relay)
-	if err != nil {
-		return usageError{err}
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	c := &checker{pg: opts.Config, router: opts.Router.Config(), kafka: scfg, relay: cfg.Relay, jan: jcfg,
-		rt: opts.Router, prod: producer, log: log, largest: map[string]int{}}
+// Run runs every check against PostgreSQL and Kafka with set's
+// configuration and writes the results to w, secrets scrubbed. It returns
+// an error when any check failed.
+func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer, log *slog.Logger) error {
+	c := &checker{pg: &set.Postgres, router: set.Router.Config(), kafka: set.Kafka, jan: set.Janitor,
+		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
 	c.postgres(ctx)
 	c.kafkaChecks(ctx)
 	if c.conn != nil {
 		c.conn.Close(context.Background())
 	}
 	for i := range c.results {
-		c.results[i].Detail = cfg.Scrub(c.results[i].Detail)
-		c.results[i].Fix = cfg.Scrub(c.results[i].Fix)
+		c.results[i].Detail = set.File.Scrub(c.results[i].Detail)
+		c.results[i].Fix = set.File.Scrub(c.results[i].Fix)
 	}
-	if n := formatChecks(stdout, c.results); n > 0 {
+	if n := Format(w, c.results); n > 0 {
 		return fmt.Errorf("check: %d of %d checks failed", n, len(c.results))
 	}
 	return nil
@@ -142,29 +117,17 @@ func (c *checker) postgres(ctx context.Context) {
 	c.conn = conn
 	c.pass("PostgreSQL connection", who)
 
-	var versionNum int
-	var version, walLevel string
-	var maxSlots, maxSenders int
-	err = conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int, current_setting('server_version'), current_setting('wal_level'),
-		current_setting('max_replication_slots')::int, current_setting('max_wal_senders')::int`).Scan(&versionNum, &version, &walLevel, &maxSlots, &maxSenders)
+	set, err := replication.ReadSettings(ctx, conn)
 	if err != nil {
 		c.fail("server settings", err.Error(), "")
 		return
 	}
-	if versionNum < 130000 {
-		c.fail("server version", version, "upgrade to PostgreSQL 13 or newer")
-	} else {
-		c.pass("server version", "PostgreSQL "+version)
+	// The same findings that stop run.
+	for _, f := range set.Findings(cfg) {
+		c.results = append(c.results, Result{Name: f.Name, OK: f.OK, Detail: f.Detail, Fix: f.Fix})
 	}
-	if walLevel != "logical" {
-		c.fail("wal_level", walLevel, "ALTER SYSTEM SET wal_level = logical; -- then restart PostgreSQL")
-	} else {
-		c.pass("wal_level", walLevel)
-	}
-
 	slot, slotErr := replication.InspectSlot(ctx, conn, cfg.Slot)
-	c.capacity(ctx, maxSlots, maxSenders, slot)
-	c.role(ctx)
+	c.capacity(ctx, set.MaxSlots, set.MaxSenders, slot)
 	if !c.findTables(ctx) {
 		return
 	}
@@ -211,22 +174,6 @@ func (c *checker) capacity(ctx context.Context, maxSlots, maxSenders int, slot r
 	}
 }
 
-func (c *checker) role(ctx context.Context) {
-	var repl, super bool
-	err := c.conn.QueryRow(ctx, `SELECT rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&repl, &super)
-	switch {
-	case err != nil:
-		c.fail("REPLICATION attribute", err.Error(), "")
-	case super:
-		c.pass("REPLICATION attribute", "role "+c.pg.User+" is a superuser (a role with LOGIN REPLICATION and SELECT on the outbox is enough)")
-	case repl:
-		c.pass("REPLICATION attribute", "role "+c.pg.User)
-	default:
-		c.fail("REPLICATION attribute", "role "+c.pg.User+" may not open replication connections",
-			"ALTER ROLE "+replication.QuoteIdent(c.pg.User)+" REPLICATION;")
-	}
-}
-
 func (c *checker) findTables(ctx context.Context) bool {
 	tables, err := replication.IncludedTables(ctx, c.conn, c.pg)
 	if err != nil {
@@ -260,7 +207,7 @@ func (c *checker) privileges(ctx context.Context) {
 			c.pass("DELETE on "+t, "granted (outbox.retention.ms is set)")
 		} else {
 			c.fail("DELETE on "+t, "not granted to "+c.pg.User+", and outbox.retention.ms asks the janitor to delete old rows",
-				fmt.Sprintf("GRANT DELETE ON %s TO %s; -- or unset %s", qt, user, keyRetention))
+				fmt.Sprintf("GRANT DELETE ON %s TO %s; -- or unset %s", qt, user, replication.KeyRetention))
 		}
 	}
 }
@@ -337,19 +284,15 @@ func (c *checker) columnRules() []columnRule {
 	if r.TimestampField != "" {
 		rules = append(rules, columnRule{r.TimestampField, key("table.field.event.timestamp"), "timestamp", []string{"timestamptz", "timestamp", "int8", "int4"}, "timestamptz"})
 	}
-	for _, entry := range strings.Split(r.AdditionalPlacement, ",") {
-		parts := strings.Split(strings.TrimSpace(entry), ":")
-		if len(parts) < 2 || strings.TrimSpace(parts[0]) == "" {
-			continue
-		}
-		rule := columnRule{strings.TrimSpace(parts[0]), key("table.fields.additional.placement"), strings.ToLower(strings.TrimSpace(parts[1])), nil, "text"}
-		if rule.role == "partition" {
+	for _, p := range r.Placements() {
+		rule := columnRule{p.Column, key("table.fields.additional.placement"), p.Kind, nil, "text"}
+		if p.Kind == "partition" {
 			rule.types, rule.fixType = []string{"int2", "int4", "int8"}, "integer"
 		}
 		rules = append(rules, rule)
 	}
 	if c.jan.Retention > 0 {
-		rules = append(rules, columnRule{c.jan.Column, keyRetentionColumn, "retention", []string{"timestamptz", "timestamp", "date"}, "timestamptz"})
+		rules = append(rules, columnRule{c.jan.Column, replication.KeyRetentionColumn, "retention", []string{"timestamptz", "timestamp", "date"}, "timestamptz"})
 	}
 	return rules
 }

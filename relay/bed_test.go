@@ -1,4 +1,4 @@
-package replication_test
+package relay_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 )
@@ -151,28 +152,29 @@ func newStreamFixture(t *testing.T, extra map[string]string) *streamFixture {
 	return &streamFixture{admin: admin, name: name, cfg: cfg, rt: rt}
 }
 
-func (f *streamFixture) run(t *testing.T, s replication.Sink) (stop func() error) {
+// run relays from the fixture's slot into s, as cmd/outboxrelay wires it.
+func (f *streamFixture) run(t *testing.T, s relay.Sink) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	logs := &testLog{t: t}
+	log := slog.New(slog.NewTextHandler(&testLog{t: t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	src, err := replication.NewSource(&f.cfg, replication.SourceOptions{Log: log, ConfirmEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		done <- replication.Run(ctx, replication.Options{
-			Config: &f.cfg, Router: f.rt, Sink: s,
-			Log:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			ConfirmEvery: 20 * time.Millisecond,
-		})
+		done <- relay.Run(ctx, relay.Options{Source: src, Router: f.rt, Sink: s, Log: log,
+			HeartbeatTopic: f.cfg.HeartbeatTopic, MaxRetries: -1})
 	}()
 	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
 	var once sync.Once
-	var err error
 	stop = func() error {
 		once.Do(func() {
 			cancel()
 			select {
 			case err = <-done:
 			case <-time.After(30 * time.Second):
-				err = fmt.Errorf("replication.Run did not return within 30 s of cancel")
+				err = fmt.Errorf("relay.Run did not return within 30 s of cancel")
 			}
 		})
 		return err
@@ -354,8 +356,12 @@ func TestInitialOnlyDoesNotStream(t *testing.T) {
 	for round := 1; round <= 2; round++ {
 		sink := &holdingSink{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := replication.Run(ctx, replication.Options{Config: &f.cfg, Router: f.rt, Sink: sink,
-			Log: slog.New(slog.NewTextHandler(&testLog{t: t}, nil))})
+		log := slog.New(slog.NewTextHandler(&testLog{t: t}, nil))
+		src, err := replication.NewSource(&f.cfg, replication.SourceOptions{Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = relay.Run(ctx, relay.Options{Source: src, Router: f.rt, Sink: sink, Log: log, MaxRetries: -1})
 		timedOut := ctx.Err()
 		cancel()
 		if err != nil || timedOut != nil {

@@ -1,4 +1,4 @@
-package main
+package relay
 
 import (
 	"context"
@@ -9,12 +9,25 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-// poisonPolicy returns what to do with a poison row, as Kafka Connect's
+// Poison decides what happens to a poison row: one the router rejects
+// (rec is nil), or whose record the sink refused before sending (rec is that
+// record, the error wraps ErrRecordRejected). Returning nil means the row
+// was dealt with and ack will be called (dead-lettered, or skipped with ack
+// called at once); returning an error stops the relay, having confirmed
+// everything before the row (errors.tolerance=none).
+type Poison func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error
+
+// DeadLetterer sends a record to the dead-letter topic with error headers
+// (sink.Producer.DeadLetter).
+type DeadLetterer interface {
+	DeadLetter(ctx context.Context, r sink.Record, cause error, meta sink.DLQMeta, onAck func(error)) error
+}
+
+// NewPoisonPolicy returns what to do with a poison row, as Kafka Connect's
 // errors.tolerance names it:
 //
 //   - none (default): nil, so the relay confirms everything before the row
@@ -24,13 +37,9 @@ import (
 //     LSN and table, and the relay goes on.
 //   - all without a dead-letter topic: the row is logged at error level,
 //     with everything needed to find it again, and skipped.
-func poisonPolicy(relay map[string]string, connector string, producer *sink.Producer, dlqTopic string, log *slog.Logger) (replication.Poison, error) {
-	switch tol := strings.ToLower(strings.TrimSpace(relay["errors.tolerance"])); tol {
-	case "", "none":
-		return nil, nil
-	case "all":
-	default:
-		return nil, fmt.Errorf("errors.tolerance %q: use none (stop at a poison row, the default) or all (skip it, to errors.deadletterqueue.topic.name when set)", tol)
+func NewPoisonPolicy(tolerance, connector string, dlq DeadLetterer, dlqTopic string, log *slog.Logger) (Poison, error) {
+	if all, err := ParseTolerance(tolerance); !all {
+		return nil, err
 	}
 	return func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error {
 		eventID := ""
@@ -63,10 +72,23 @@ func poisonPolicy(relay map[string]string, connector string, producer *sink.Prod
 			orig = sink.Record{Partition: -1, Key: []byte(eventID), Value: rowJSON(ev), EventID: eventID}
 		}
 		log.Warn("poison row sent to the dead-letter topic", "topic", dlqTopic, "lsn", lsn.String(), "table", ev.Table, "event_id", eventID, "err", cause)
-		return producer.DeadLetter(ctx, orig, cause, sink.DLQMeta{
+		return dlq.DeadLetter(ctx, orig, cause, sink.DLQMeta{
 			LSN: lsn, SourceTable: ev.Table, ConnectorName: connector, Stage: stage,
 		}, ack)
 	}, nil
+}
+
+// ParseTolerance reads errors.tolerance: all is true for "all", false for
+// "none" or unset; anything else is an error saying what to write.
+func ParseTolerance(v string) (all bool, err error) {
+	switch tol := strings.ToLower(strings.TrimSpace(v)); tol {
+	case "", "none":
+		return false, nil
+	case "all":
+		return true, nil
+	default:
+		return false, fmt.Errorf("errors.tolerance %q: use none (stop at a poison row, the default) or all (skip it, to errors.deadletterqueue.topic.name when set)", tol)
+	}
 }
 
 // rowJSON renders a row as {"column": "text", …} with NULL as null.

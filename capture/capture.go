@@ -1,0 +1,153 @@
+// Package capture is the seam between a capture source (PostgreSQL's
+// logical replication today; polling or logical decoding messages later)
+// and the relay: what a source yields, and what it needs to know back.
+//
+// A source yields the committed transactions of the outbox tables in commit
+// order, as a stream of Events from one goroutine: Begin, the transaction's
+// Rows, Commit. Between transactions it may yield Idle, a position up to
+// which nothing concerns the outbox. The relay routes and publishes the
+// rows and keeps a Progress that the source reads to learn how far it may
+// confirm (invariant 1 of DESIGN.md).
+//
+// The package imports no other package of the project, so that sources
+// depend neither on the router nor on the sink.
+package capture
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+)
+
+// Op is what happened to a row, as Debezium names it.
+type Op byte
+
+const (
+	OpCreate Op = 'c' // INSERT
+	OpUpdate Op = 'u' // UPDATE
+	OpDelete Op = 'd' // DELETE
+	OpRead   Op = 'r' // a row read by the initial snapshot
+)
+
+// Column is one value of a row in PostgreSQL's text format, as pgoutput
+// sends it and as the snapshot reads it.
+type Column struct {
+	Name string
+	OID  uint32 // the column's type
+	Text []byte // aliases the source's buffers: valid until the next Next
+	Null bool
+	// Unchanged: an unchanged TOASTed value the server did not send
+	// (updates only).
+	Unchanged bool
+	Nullable  bool // the column accepts NULL
+}
+
+// Row is one row of an outbox table.
+type Row struct {
+	Op      Op
+	Table   string // "schema.table"
+	Columns []Column
+	// OldKey holds the old key columns of an UPDATE that carried them;
+	// KeyChanged says whether the key changed.
+	OldKey     []Column
+	KeyChanged bool
+	// Position counts the rows of the transaction from 1, in the order
+	// the source yields them.
+	Position int
+}
+
+// Kind tells what an Event is.
+type Kind uint8
+
+const (
+	// KindBegin opens a transaction that commits at LSN, at CommitTime
+	// (zero for the initial snapshot's pseudo-transaction).
+	KindBegin Kind = iota + 1
+	// KindRow is one row of the open transaction.
+	KindRow
+	// KindCommit closes the open transaction: LSN is the commit LSN,
+	// EndLSN the end of the commit record, the position that confirms it.
+	KindCommit
+	// KindIdle is yielded between transactions only: everything up to LSN
+	// has been yielded or does not concern the outbox.
+	KindIdle
+	// KindHeartbeat: heartbeat.interval.ms passed (the source ran
+	// heartbeat.action.query); the relay emits a heartbeat record. It
+	// belongs to no transaction.
+	KindHeartbeat
+	// KindSnapshotDone follows the initial snapshot's Commit: the relay
+	// makes sure Kafka acknowledged every snapshot row, then calls
+	// Stream.SnapshotDone before asking for the next event.
+	KindSnapshotDone
+)
+
+// Event is one step of a stream. It and its Row are reused by the next
+// call to Next.
+type Event struct {
+	Kind       Kind
+	LSN        pglogrepl.LSN
+	EndLSN     pglogrepl.LSN // KindCommit
+	CommitTime time.Time     // KindBegin; KindHeartbeat: when it ran
+	// Snapshot marks KindBegin of the initial snapshot's pseudo-transaction.
+	Snapshot bool
+	Row      *Row // KindRow
+}
+
+// Progress is what the relay tells a stream about delivery. The stream
+// reads it whenever it reports its position to the server.
+type Progress interface {
+	// Confirmed is the position that may be confirmed: every record of
+	// every transaction committed before it is acknowledged by Kafka.
+	Confirmed() pglogrepl.LSN
+	// InFlight counts records sent and not yet acknowledged; while it is
+	// not zero the stream reports acknowledgements promptly.
+	InFlight() int
+	// Oldest is the commit time of the oldest transaction not yet
+	// confirmed; zero when there is none.
+	Oldest() time.Time
+}
+
+// Stream is one session of a source: one connection's worth of events.
+// All its methods are called from one goroutine, the relay's session.
+type Stream interface {
+	// From is the position the stream starts at: events before it were
+	// delivered by an earlier session.
+	From() pglogrepl.LSN
+	// Start begins yielding events (the initial snapshot first, when the
+	// session has one). The stream reads p, whose position starts at
+	// From, whenever it reports its position to the server.
+	Start(ctx context.Context, p Progress) error
+	// Next returns the next event. While it waits it keeps the server
+	// informed, reading Progress. It returns ctx's error when ctx ends,
+	// ErrEnd when the stream has nothing more to yield by design.
+	Next(ctx context.Context) (*Event, error)
+	// KeepAlive answers the server while the relay cannot take the next
+	// event (its in-flight budget is exhausted), so that a slow Kafka
+	// never looks like a dead client.
+	KeepAlive(ctx context.Context) error
+	// SnapshotDone records that Kafka acknowledged the whole initial
+	// snapshot; streaming starts after it.
+	SnapshotDone(ctx context.Context) error
+	// Close reports the final position and ends the session. clean says
+	// that every record is acknowledged and no transaction was left half
+	// read, so that the source may drop what it would otherwise keep.
+	Close(ctx context.Context, clean bool) error
+}
+
+// ErrEnd reports from Stream.Next or Source.Open that there is nothing to
+// stream by design (snapshot.mode=initial_only): the relay stops cleanly.
+var ErrEnd = errors.New("nothing more to stream")
+
+// Source opens streams, one per session. Its Open is called again after a
+// retryable failure, with the position the relay last confirmed (zero in a
+// new process).
+type Source interface {
+	Open(ctx context.Context, confirmed pglogrepl.LSN) (Stream, error)
+	// Retryable decides whether an error of Open or of a stream ends only
+	// the session (retried) or the relay.
+	Retryable(err error) bool
+	// Close releases what the source keeps across sessions.
+	Close()
+}

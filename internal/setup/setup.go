@@ -1,0 +1,68 @@
+// Package setup turns a loaded connector file into the parsed, validated
+// configuration of every component, once, for run and check alike: the
+// router's options (and placements), the PostgreSQL side, the producer,
+// the janitor and the poison-row policy. Nothing here connects.
+package setup
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/relay"
+	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
+)
+
+// Setup is every component's configuration, parsed and validated.
+type Setup struct {
+	File      *config.Config
+	Postgres  replication.Config
+	Router    *router.Router
+	Kafka     sink.Config
+	Janitor   replication.JanitorConfig
+	Tolerance string // errors.tolerance
+}
+
+// Parse validates every section of cfg before anything connects, and
+// reports all the errors it finds at once. Router warnings go to log.
+func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
+	var errs []error
+	rcfg, warnings, err := router.ParseConfig(cfg.Router)
+	errs = append(errs, err)
+	for _, w := range warnings {
+		log.Warn("config: " + w)
+	}
+	pcfg, err := replication.ParseConfig(cfg.Postgres)
+	errs = append(errs, err)
+	if err == nil {
+		_, err = pcfg.ConnConfig() // TLS files readable, values valid
+		errs = append(errs, err)
+	}
+	scfg, err := sink.ParseConfig(cfg.Kafka)
+	errs = append(errs, err)
+	jcfg, err := replication.ParseJanitorConfig(cfg.Relay)
+	errs = append(errs, err)
+	tolerance := cfg.Relay["errors.tolerance"]
+	_, err = relay.ParseTolerance(tolerance)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	rt, err := router.New(rcfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Tolerance: tolerance}, nil
+}
+
+// Producer returns the Kafka producer the configuration describes.
+func (s *Setup) Producer(log *slog.Logger) (*sink.Producer, error) {
+	return sink.NewProducer(s.Kafka, log)
+}
+
+// Poison returns the poison-row policy, dead-lettering through p.
+func (s *Setup) Poison(p *sink.Producer, log *slog.Logger) (relay.Poison, error) {
+	return relay.NewPoisonPolicy(s.Tolerance, s.File.Name, p, s.Kafka.DeadLetterTopic, log)
+}

@@ -1,0 +1,27 @@
+package relay
+
+import "time"
+
+// Observer receives the relay's progress events for metrics, readiness and
+// progress logs; cmd/outboxrelay wires one backed by Prometheus, so this
+// package needs no metrics library. Options.Observer may be nil.
+//
+// Every method must be cheap (an atomic add or store: some run once per
+// event) and safe for concurrent use: Published runs on the sink's
+// goroutines, the others on the session's.
+type Observer interface {
+	// Published: Kafka acknowledged one record of a row committed at
+	// commitTime (zero for snapshot rows) with bytes of key and value.
+	Published(topic string, bytes int, commitTime time.Time)
+	// Skipped: a row was deliberately not published; reason is update,
+	// delete or routed_to_nothing.
+	Skipped(reason string)
+	// DeadLettered: the poison policy dealt with a row (dead-lettered, or
+	// skipped under errors.tolerance=all).
+	DeadLettered()
+	// SnapshotProgress: rows emitted so far by the running initial
+	// snapshot; done is true once, when all of them are acknowledged.
+	SnapshotProgress(rows int64, done bool)
+	// State: the relay entered a state (StateRetrying, StateStopped).
+	State(state string)
+}

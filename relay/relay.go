@@ -1,0 +1,265 @@
+// Package relay is outboxrelay's data path, in one place:
+//
+//	source (capture.Stream) ──Begin/Row/Commit/Idle──▶ session.loop
+//	    row ──router.Route──▶ records ──Sink.Send(record, ack)──▶ Kafka
+//	    ack ──▶ Checkpoint (per transaction, in commit order) ──▶ Confirmed
+//	    the source reads Confirmed (capture.Progress) and confirms it to the server
+//
+// A source yields decoded transactions; the router turns each row into
+// records; the sink sends them and calls each record's ack when Kafka
+// acknowledged it; the checkpoint turns acknowledgements into the position
+// that may be confirmed; the source is told that position. Errors a row
+// causes go through one policy (Poison: errors.tolerance, dead-letter
+// topic, or stop). The in-flight budget bounds what is between the source
+// and Kafka. Run retries lost sessions and decides, in retryable, what
+// stops the relay instead.
+//
+// DESIGN.md at the repository root names the invariants cited here.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/router"
+)
+
+// Sink receives routed records. Send hands one record over and returns
+// without waiting for Kafka; ack is called exactly once, from any
+// goroutine, when Kafka acknowledged the record (nil) or the record failed
+// for good (the relay then stops). Send copies what it keeps: the record's
+// buffers belong to the router and are reused for the next row.
+type Sink interface {
+	Send(ctx context.Context, rec *router.Record, ack func(error)) error
+	// Flush waits until every record sent so far is acknowledged.
+	Flush(ctx context.Context) error
+}
+
+// Options wires the data path. Source, Router, Sink and Log are required.
+type Options struct {
+	Source   capture.Source
+	Router   *router.Router
+	Sink     Sink
+	Log      *slog.Logger
+	Observer Observer
+	// Poison decides what happens to a poison row; nil stops at it
+	// (errors.tolerance=none). See NewPoisonPolicy.
+	Poison Poison
+	// HeartbeatTopic receives a heartbeat record at every heartbeat the
+	// source yields.
+	HeartbeatTopic string
+	// MaxInFlightRecords and MaxInFlightBytes bound the records handed to
+	// the sink and not yet acknowledged (invariant 5). Defaults 10000 and
+	// 64 MiB; the wiring sets the bytes to the producer's buffer.memory.
+	MaxInFlightRecords int
+	MaxInFlightBytes   int64
+	// MaxRetries (errors.max.retries; negative: forever) bounds the
+	// sessions that fail in a row; RetryWait caps the backoff between them.
+	MaxRetries int
+	RetryWait  time.Duration
+}
+
+// drainLimit bounds how long a stop waits for the transaction being read
+// to end (see session.loop).
+const drainLimit = 10 * time.Second
+
+// Run relays until ctx is cancelled (an orderly stop: returns nil after
+// flushing Kafka and confirming what it acknowledged), the source has
+// nothing more to stream, or a permanent error (a poison row, a bad config,
+// a missing publication). Lost sessions are retried with capped backoff,
+// resuming from the confirmed position.
+func Run(ctx context.Context, opt Options) error {
+	if opt.Source == nil || opt.Router == nil || opt.Sink == nil || opt.Log == nil {
+		return errors.New("relay.Run: Source, Router, Sink and Log are required")
+	}
+	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, 10000)
+	opt.MaxInFlightBytes = cmp(opt.MaxInFlightBytes, 64<<20)
+	opt.RetryWait = cmp(opt.RetryWait, 10*time.Second)
+	budget, err := NewBudget(opt.MaxInFlightRecords, opt.MaxInFlightBytes)
+	if err != nil {
+		return fmt.Errorf("relay.Run: %w", err)
+	}
+	r := &relay{opt: opt, budget: budget}
+	defer opt.Source.Close()
+	defer r.state(StateStopped)
+	return r.retry(ctx)
+}
+
+func cmp[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+type relay struct {
+	opt    Options
+	budget *Budget
+	// confirmed carries what earlier sessions confirmed into the next, in
+	// case the last status update never reached the server.
+	confirmed pglogrepl.LSN
+}
+
+func (r *relay) state(s string) {
+	if r.opt.Observer != nil {
+		r.opt.Observer.State(s)
+	}
+}
+
+// runSession is one session from Open to Close: the data path.
+func (r *relay) runSession(ctx context.Context) error {
+	st, err := r.opt.Source.Open(ctx, r.confirmed)
+	if err != nil {
+		return err
+	}
+	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log}
+	err = st.Start(ctx, s.ck)
+	if err == nil {
+		err = s.loop(ctx)
+	}
+	err = s.finish(ctx, err)
+	r.confirmed = s.ck.Confirmed()
+	return err
+}
+
+// session is one stream's worth of relaying. Its loop runs on one
+// goroutine, which is the only caller of the stream (invariant 3).
+type session struct {
+	*relay
+	st       capture.Stream
+	ck       *Checkpoint
+	log      *slog.Logger
+	tx       *Tx // the transaction being read, nil between Commit and Begin
+	inSnap   bool
+	ev       router.Event
+	records  []router.Record
+	snapRows int64
+}
+
+// loop reads events until ctx ends, the stream fails, or a row or ack
+// fails.
+//
+// A stop (ctx cancelled) between transactions returns at once. In the middle
+// of one it first reads on to that transaction's Commit, for at most
+// drainLimit, so that the records already sent for it are confirmed and a
+// restart does not send them again; past the limit the transaction is
+// abandoned and sent again, whole, after the restart. The snapshot is not
+// drained: a restart reads it again anyway.
+func (s *session) loop(stop context.Context) error {
+	ctx := stop
+	for {
+		if err := s.ck.Err(); err != nil {
+			return err
+		}
+		if stop.Err() != nil {
+			if s.tx == nil || s.inSnap {
+				return stop.Err()
+			}
+			if ctx == stop {
+				s.log.Info("stopping: reading to the end of the current transaction first", "lsn", s.tx.FinalLSN().String(), "limit", drainLimit.String())
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(context.Background(), drainLimit)
+				defer cancel()
+			}
+			if ctx.Err() != nil {
+				s.log.Warn("stopping: the current transaction did not end in time; it will be sent again, whole, after a restart", "lsn", s.tx.FinalLSN().String())
+				return stop.Err()
+			}
+		}
+		ev, err := s.st.Next(ctx)
+		if err != nil {
+			if stop.Err() != nil && ctx.Err() != nil {
+				continue // the top of the loop decides
+			}
+			return err
+		}
+		if err := s.handle(ctx, ev); err != nil {
+			return err
+		}
+	}
+}
+
+// handle acts on one event of the stream.
+func (s *session) handle(ctx context.Context, ev *capture.Event) error {
+	switch ev.Kind {
+	case capture.KindBegin:
+		tx, err := s.ck.BeginAt(ev.LSN, ev.CommitTime)
+		if err != nil {
+			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
+		}
+		s.tx, s.inSnap = tx, ev.Snapshot
+		s.ev.CommitLSN = uint64(ev.LSN)
+		s.ev.CommitTime = ev.CommitTime
+	case capture.KindRow:
+		if s.tx == nil {
+			return fmt.Errorf("row of %s at %s outside a transaction", ev.Row.Table, ev.LSN)
+		}
+		return s.route(ctx, s.event(ev.Row))
+	case capture.KindCommit:
+		if s.tx == nil {
+			return fmt.Errorf("commit %s without a transaction", ev.LSN)
+		}
+		if err := s.tx.Commit(ev.LSN, ev.EndLSN); err != nil {
+			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
+		}
+		s.tx = nil
+	case capture.KindIdle:
+		// Invariant 2: the checkpoint confirms an idle position only when
+		// nothing is open or in flight.
+		s.ck.Idle(ev.LSN)
+	case capture.KindHeartbeat:
+		return s.heartbeat(ctx, ev.CommitTime)
+	case capture.KindSnapshotDone:
+		return s.snapshotDone(ctx)
+	}
+	return nil
+}
+
+// snapshotDone waits until Kafka acknowledged every snapshot row, then
+// lets the source drop its marker and stream.
+func (s *session) snapshotDone(ctx context.Context) error {
+	s.inSnap = false
+	if err := s.opt.Sink.Flush(ctx); err != nil {
+		return fmt.Errorf("snapshot: waiting for Kafka to acknowledge %d rows: %w", s.snapRows, err)
+	}
+	if err := s.ck.Err(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	err := s.st.SnapshotDone(ctx)
+	if (err == nil || errors.Is(err, capture.ErrEnd)) && s.opt.Observer != nil {
+		s.opt.Observer.SnapshotProgress(s.snapRows, true)
+	}
+	return err
+}
+
+// finish is the shutdown order of the design: reading has stopped; flush
+// the producer; the stream sends the final status update and closes its
+// connections. It runs on every exit, so a poison row still confirms
+// everything before it.
+func (s *session) finish(stop context.Context, cause error) error {
+	fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := s.opt.Sink.Flush(fctx); err != nil {
+		s.log.Warn("stopping: Kafka did not acknowledge everything in time; unconfirmed events will be sent again on restart", "err", err, "confirmed", s.ck.Confirmed().String())
+	}
+	if err := s.ck.Err(); err != nil && (cause == nil || errors.Is(cause, context.Canceled)) {
+		cause = err
+	}
+	abandoned := s.tx != nil
+	if abandoned {
+		s.tx.Abandon() // sent again, whole, after a restart
+		s.tx = nil
+	}
+	orderly := stop.Err() != nil && (cause == nil || errors.Is(cause, context.Canceled))
+	clean := orderly && !abandoned && s.ck.InFlight() == 0
+	if err := s.st.Close(fctx, clean); err != nil && cause == nil {
+		cause = err
+	}
+	return cause
+}

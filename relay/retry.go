@@ -1,0 +1,75 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/internal/certerr"
+	"github.com/outboxrelay/outboxrelay/router"
+)
+
+// States the relay reports through Observer.State; the source reports its
+// own (standby, connected, snapshot, streaming).
+const (
+	StateRetrying = "retrying" // a session failed, waiting to open the next
+	StateStopped  = "stopped"  // Run is returning
+)
+
+// retry runs sessions until one ends the relay. Retry-or-stop is decided
+// here, in retryable; the backoff restarts short after a session that
+// confirmed progress.
+func (r *relay) retry(ctx context.Context) error {
+	var failingSince time.Time
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		started := time.Now()
+		from := r.confirmed
+		err := r.runSession(ctx)
+		if ctx.Err() != nil || errors.Is(err, capture.ErrEnd) {
+			return nil
+		}
+		if !r.retryable(err) {
+			return err
+		}
+		if max := r.opt.MaxRetries; max >= 0 && attempt > max {
+			return fmt.Errorf("giving up after %d retries (errors.max.retries): %w", max, err)
+		}
+		// A session that confirmed progress was healthy: this failure
+		// starts a new outage, with a short first wait. A session that
+		// never got that far keeps backing off.
+		if r.confirmed > from {
+			failingSince, backoff, attempt = time.Time{}, 500*time.Millisecond, 1
+		}
+		if failingSince.IsZero() {
+			failingSince = started
+		}
+		r.state(StateRetrying)
+		r.opt.Log.Warn("relay: session failed, retrying",
+			"err", err, "attempt", attempt, "failing_since", failingSince.Format(time.RFC3339), "backoff", backoff.String(),
+			"resume_from", r.confirmed.String())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, r.opt.RetryWait)
+	}
+}
+
+// retryable decides, in one place, whether an error ends the relay or only
+// the session. A poison row and a record the sink gave up on are final
+// (the sink already retries transient Kafka errors forever; checked before
+// the source's rule, because kafka-go's error codes look like network
+// errors), and so is a certificate that does not verify. The source rules
+// on the rest: network failures and server shutdowns are retried;
+// configuration, permission and data errors are not.
+func (r *relay) retryable(err error) bool {
+	var rowErr *router.RowError
+	if err == nil || errors.As(err, &rowErr) || errors.Is(err, ErrRecordFailed) || certerr.Failed(err) {
+		return false
+	}
+	return r.opt.Source.Retryable(err)
+}

@@ -1,0 +1,223 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/router"
+)
+
+var routerOps = [...]router.Op{capture.OpCreate: router.OpCreate, capture.OpUpdate: router.OpUpdate,
+	capture.OpDelete: router.OpDelete, capture.OpRead: router.OpRead}
+
+// event binds a source row into the router's event, reusing its buffers.
+// Column text still aliases the source's frame: valid until the next Next.
+func (s *session) event(row *capture.Row) *router.Event {
+	ev := &s.ev
+	ev.Op = routerOps[row.Op]
+	ev.Table = row.Table
+	ev.Columns = appendColumns(ev.Columns[:0], row.Columns)
+	ev.OldKeyColumns = appendColumns(ev.OldKeyColumns[:0], row.OldKey)
+	ev.KeyChanged = row.KeyChanged
+	ev.Position = uint64(row.Position)
+	ev.ProcessedAt = time.Now()
+	if row.Op == capture.OpRead {
+		if s.snapRows++; s.snapRows%1000 == 0 && s.opt.Observer != nil {
+			s.opt.Observer.SnapshotProgress(s.snapRows, false)
+		}
+	}
+	return ev
+}
+
+func appendColumns(dst []router.Column, cols []capture.Column) []router.Column {
+	for i := range cols {
+		c := &cols[i]
+		dst = append(dst, router.Column{Name: c.Name, Nullable: c.Nullable,
+			Value: router.Value{OID: c.OID, Text: c.Text, Null: c.Null, Unchanged: c.Unchanged}})
+	}
+	return dst
+}
+
+// route turns an event into records and hands them to the sink, inside the
+// current transaction (or the snapshot's pseudo-transaction). A row the
+// router rejects, or whose record the sink refuses before sending, goes to
+// the poison policy (invariant 4).
+func (s *session) route(ctx context.Context, ev *router.Event) error {
+	var err error
+	s.records, err = s.opt.Router.Route(ev, s.records[:0])
+	if err != nil {
+		var rowErr *router.RowError
+		if !errors.As(err, &rowErr) {
+			return fmt.Errorf("routing row of %s at %s: %w", ev.Table, pglogrepl.LSN(ev.CommitLSN), err)
+		}
+		return s.poison(ctx, ev, rowErr)
+	}
+	if len(s.records) == 0 {
+		s.skip(skipReason(ev.Op))
+		return nil
+	}
+	for i := range s.records {
+		if err := s.send(ctx, ev, &s.records[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send hands one record to the sink, counted in the transaction before it
+// goes, so that its acknowledgement can never come first.
+func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record) error {
+	size := recordBytes(rec)
+	if err := s.acquire(ctx, 1, size); err != nil {
+		return err
+	}
+	s.tx.Add(1)
+	ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value), ev.CommitTime)
+	err := s.opt.Sink.Send(ctx, rec, ack)
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, pglogrepl.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
+	if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
+		// The record's share of the budget and of the transaction now
+		// waits for the poison policy's ack instead.
+		if err = s.dealtWith(ctx, ev, rec, err, size); err == nil {
+			return nil
+		}
+	}
+	s.budget.Release(1, size) // the sink did not take it: its ack will never come
+	return err
+}
+
+// poison hands a row the router rejected to the poison policy: with none
+// it stops the relay (having confirmed everything before the row);
+// otherwise the policy acks the row once it is dead-lettered or skipped.
+func (s *session) poison(ctx context.Context, ev *router.Event, rowErr *router.RowError) error {
+	if s.opt.Poison == nil || rowErr.Fatal {
+		return rowErr
+	}
+	size := poisonRowBytes(ev)
+	if err := s.acquire(ctx, 1, size); err != nil {
+		return err
+	}
+	s.tx.Add(1)
+	if err := s.dealtWith(ctx, ev, nil, rowErr, size); err != nil {
+		s.budget.Release(1, size) // its ack will never come
+		return err
+	}
+	return nil
+}
+
+// dealtWith runs the poison policy on a row whose share (one record of
+// size bytes) is already counted in the budget and the transaction.
+func (s *session) dealtWith(ctx context.Context, ev *router.Event, rec *router.Record, cause error, size int64) error {
+	if err := s.opt.Poison(ctx, ev, rec, cause, s.ackerFor("", size, 0, ev.CommitTime)); err != nil {
+		return err
+	}
+	if s.opt.Observer != nil {
+		s.opt.Observer.DeadLettered()
+	}
+	return nil
+}
+
+// poisonRowBytes is what a row's dead-letter record counts against the
+// budget: the row and the error's headers, so that the producer's buffer
+// never blocks.
+func poisonRowBytes(ev *router.Event) int64 {
+	size := int64(1024)
+	for _, c := range ev.Columns {
+		size += int64(2*(len(c.Name)+len(c.Value.Text)) + 8) // JSON escapes
+	}
+	return size
+}
+
+// ackerFor returns the ack callback of one record: it gives back size
+// bytes of budget and reports published key+value bytes to the observer. A
+// poison row's ack (topic "") is not a publication and is not reported as
+// one.
+func (s *session) ackerFor(topic string, size int64, published int, commitTime time.Time) func(error) {
+	tx := s.tx
+	return func(err error) {
+		s.budget.Release(1, size)
+		tx.Ack(err)
+		if err == nil && topic != "" && s.opt.Observer != nil {
+			s.opt.Observer.Published(topic, published, commitTime)
+		}
+	}
+}
+
+// acquire takes in-flight budget, keeping the source's server informed
+// while it waits, so that a slow Kafka never looks like a dead client
+// (wal_sender_timeout).
+func (s *session) acquire(ctx context.Context, records int, bytes int64) error {
+	for {
+		ok, err := s.budget.Acquire(ctx, records, bytes, time.Second)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if err := s.ck.Err(); err != nil {
+			return err
+		}
+		if err := s.st.KeepAlive(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// heartbeat emits a heartbeat record to the heartbeat topic. It belongs to
+// no transaction: its outcome never moves or holds the confirmed position,
+// and a failed one only warrants a warning.
+func (s *session) heartbeat(ctx context.Context, at time.Time) error {
+	rec := s.opt.Router.Heartbeat(s.opt.HeartbeatTopic, at)
+	size := recordBytes(&rec)
+	if err := s.acquire(ctx, 1, size); err != nil {
+		return err
+	}
+	err := s.opt.Sink.Send(ctx, &rec, func(err error) {
+		s.budget.Release(1, size)
+		if err != nil {
+			s.log.Warn("heartbeat not delivered", "topic", rec.Topic, "err", err)
+		}
+	})
+	if err != nil {
+		s.budget.Release(1, size)
+	}
+	return err
+}
+
+func (s *session) skip(reason string) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.Skipped(reason)
+	}
+}
+
+// recordBytes is what a record counts against MaxInFlightBytes: key,
+// value, headers and a per-record allowance no smaller than what a Kafka
+// producer counts for framing, so that a sink whose buffer is as large as
+// the budget never has to block Send (a blocked Send would stop the
+// answers to the server's keepalives).
+func recordBytes(r *router.Record) int64 {
+	n := int64(len(r.Key)+len(r.Value)) + 64
+	for _, h := range r.Headers {
+		n += int64(10 + len(h.Key) + len(h.Value))
+	}
+	return n
+}
+
+func skipReason(op router.Op) string {
+	switch op {
+	case router.OpUpdate:
+		return "update"
+	case router.OpDelete:
+		return "delete"
+	}
+	return "routed_to_nothing"
+}

@@ -1,0 +1,134 @@
+package replication
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+)
+
+// bindColumns pairs a tuple's values with the relation's column names and
+// types. Values alias the frame: valid until the next message.
+// With only, it binds just the columns marked there.
+func bindColumns(dst []capture.Column, rel *Relation, t *Tuple, nullable, only []bool) []capture.Column {
+	for i, c := range t.Columns {
+		if only != nil && (i >= len(only) || !only[i]) {
+			continue
+		}
+		rc := &rel.Columns[i]
+		v := capture.Column{Name: rc.Name, OID: rc.TypeOID, Nullable: i < len(nullable) && nullable[i]}
+		switch c.Kind {
+		case ColumnNull:
+			v.Null = true
+		case ColumnUnchanged:
+			// An unchanged TOASTed value: the server did not send it.
+			// Only updates carry these.
+			v.Unchanged = true
+		default:
+			v.Text = c.Data
+		}
+		dst = append(dst, v)
+	}
+	return dst
+}
+
+// relCatalog is what pgoutput does not send about a relation's columns, in
+// the order of its Relation message: whether each accepts NULL
+// (JsonConverter schemas show it as "optional"), and whether it is part of
+// the primary key (Debezium's record key, whatever the replica identity).
+type relCatalog struct {
+	nullable []bool
+	primary  []bool
+}
+
+// keyColumns marks the columns that identify a row: the primary key, or,
+// for a table without one, the replica identity the Relation message flags.
+// With REPLICA IDENTITY FULL pgoutput flags every column, so the primary
+// key must come from the catalog: otherwise every update would look like
+// a key change.
+func (c relCatalog) keyColumns(rel *Relation) []bool {
+	for _, p := range c.primary {
+		if p {
+			return c.primary
+		}
+	}
+	key := make([]bool, len(rel.Columns))
+	for i, rc := range rel.Columns {
+		key[i] = rc.Key
+	}
+	return key
+}
+
+// readRelCatalog reads nullability and primary-key membership of a
+// relation's columns.
+func readRelCatalog(ctx context.Context, conn *pgx.Conn, rel *Relation) (relCatalog, error) {
+	rows, err := conn.Query(ctx, `SELECT a.attname, NOT a.attnotnull, coalesce(a.attnum = ANY(i.indkey), false)
+		FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, rel.ID)
+	if err != nil {
+		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
+	}
+	type attr struct{ nullable, primary bool }
+	byName := map[string]attr{}
+	var name string
+	var a attr
+	if _, err = pgx.ForEachRow(rows, []any{&name, &a.nullable, &a.primary}, func() error {
+		byName[name] = a
+		return nil
+	}); err != nil {
+		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
+	}
+	c := relCatalog{nullable: make([]bool, len(rel.Columns)), primary: make([]bool, len(rel.Columns))}
+	for i, col := range rel.Columns {
+		c.nullable[i] = byName[col.Name].nullable
+		c.primary[i] = byName[col.Name].primary
+	}
+	return c, nil
+}
+
+// keyChanged reports whether an UPDATE changed the row's key. The old
+// tuple ('K' key-only or 'O' full) carries the old key values; a key column
+// it does not carry ('n' in a 'K' tuple of another replica identity) cannot
+// be compared and counts as unchanged.
+func keyChanged(newT, old *Tuple, key []bool) bool {
+	for i := range key {
+		if !key[i] || i >= len(old.Columns) || i >= len(newT.Columns) {
+			continue
+		}
+		o, n := old.Columns[i], newT.Columns[i]
+		if o.Kind == ColumnNull && n.Kind != ColumnNull {
+			continue
+		}
+		if o.Kind != n.Kind || string(o.Data) != string(n.Data) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectError wraps a failed connection with where it went and, for the
+// failures a person must fix, which connector key to look at.
+func connectError(op string, cfg *Config, err error) error {
+	hint := ""
+	var pgErr *pgconn.PgError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	switch {
+	case errors.As(err, &unknownCA):
+		hint = "; the server certificate is not signed by database.sslrootcert: set it to the CA that signed it"
+	case errors.As(err, &hostname):
+		hint = "; the server certificate does not name database.hostname: connect by a name it lists, or use database.sslmode=verify-ca"
+	case errors.As(err, &pgErr) && pgErr.Code == "28P01":
+		hint = "; check database.user and database.password"
+	case errors.As(err, &pgErr) && pgErr.Code == "28000":
+		hint = "; add a pg_hba.conf line for this user, database and address (replication connections need one for the database too)"
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+		hint = "; check database.dbname"
+	}
+	return fmt.Errorf("%s to %s:%d/%s as %s: %w%s", op, cfg.Host, cfg.Port, cfg.DBName, cfg.User, err, hint)
+}

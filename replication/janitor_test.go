@@ -1,0 +1,152 @@
+package replication_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/replication"
+)
+
+// TestJanitorDeletesOnlyConfirmed pins the janitor's rule: rows older than
+// the retention go only once the slot confirmed past them; younger rows and
+// rows the slot has not confirmed stay.
+func TestJanitorDeletesOnlyConfirmed(t *testing.T) {
+	admin := testbed.Admin(t)
+	n := time.Now().UnixNano()
+	table, slot := fmt.Sprintf("janitor_%d", n), fmt.Sprintf("janitor_%d", n)
+	testbed.Exec(t, admin,
+		fmt.Sprintf(`CREATE TABLE public.%s (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), payload text)`, table),
+		fmt.Sprintf(`GRANT SELECT, DELETE ON public.%s TO debezium`, table),
+		fmt.Sprintf(`SELECT pg_create_logical_replication_slot('%s', 'pgoutput')`, slot),
+	)
+	t.Cleanup(func() {
+		testbed.Exec(t, admin, `DROP TABLE IF EXISTS public.`+table)
+		testbed.DropSlot(t, admin, slot)
+	})
+	// Two old and one young row, all committed after the slot's position.
+	testbed.Exec(t, admin, fmt.Sprintf(`INSERT INTO public.%s (created_at, payload) VALUES (now() - interval '1 hour', 'old1'), (now() - interval '1 hour', 'old2'), (now(), 'young')`, table))
+
+	j := testJanitor(t, table, slot, time.Second)
+	ctx := context.Background()
+	deleted, err := j.Round(ctx)
+	if err == nil || deleted != 0 {
+		t.Fatalf("with the slot behind the rows: deleted %d, err %v; want nothing deleted and errNotConfirmed", deleted, err)
+	}
+	if got := countRows(t, admin, table); got != 3 {
+		t.Fatalf("%d rows left, want all 3 while the slot has not confirmed them", got)
+	}
+
+	// The slot follows the WAL, as under a relay that keeps up.
+	stopFollowing := followSlot(admin, slot)
+	deleted, err = j.Round(ctx)
+	stopFollowing()
+	if err != nil || deleted != 2 {
+		t.Fatalf("after the slot confirmed the rows: deleted %d, err %v; want the 2 old rows", deleted, err)
+	}
+	var left string
+	if err := admin.QueryRow(ctx, `SELECT string_agg(payload, ',') FROM public.`+table).Scan(&left); err != nil || left != "young" {
+		t.Fatalf("rows left %q (%v); want only the young one", left, err)
+	}
+
+	// An old row committed after the slot's position stays.
+	testbed.Exec(t, admin, fmt.Sprintf(`INSERT INTO public.%s (created_at, payload) VALUES (now() - interval '1 hour', 'old-unconfirmed')`, table))
+	if deleted, _ := j.Round(ctx); deleted != 0 || countRows(t, admin, table) != 2 {
+		t.Fatalf("deleted %d rows the slot had not confirmed", deleted)
+	}
+}
+
+// TestJanitorPartitioned: in a partitioned outbox a ctid is unique only
+// within a partition. An old row in one partition and a young one in
+// another share ctid (0,1); only the old one goes.
+func TestJanitorPartitioned(t *testing.T) {
+	admin := testbed.Admin(t)
+	n := time.Now().UnixNano()
+	table, slot := fmt.Sprintf("janitorp_%d", n), fmt.Sprintf("janitorp_%d", n)
+	testbed.Exec(t, admin,
+		fmt.Sprintf(`CREATE TABLE public.%s (id bigint PRIMARY KEY, created_at timestamptz NOT NULL, payload text) PARTITION BY RANGE (id)`, table),
+		fmt.Sprintf(`CREATE TABLE public.%s_1 PARTITION OF public.%s FOR VALUES FROM (1) TO (1000)`, table, table),
+		fmt.Sprintf(`CREATE TABLE public.%s_2 PARTITION OF public.%s FOR VALUES FROM (1000) TO (2000)`, table, table),
+		fmt.Sprintf(`GRANT SELECT, DELETE ON public.%s TO debezium`, table),
+		fmt.Sprintf(`SELECT pg_create_logical_replication_slot('%s', 'pgoutput')`, slot),
+		fmt.Sprintf(`INSERT INTO public.%s VALUES (1, now() - interval '1 hour', 'old'), (1000, now(), 'young')`, table),
+		fmt.Sprintf(`SELECT pg_replication_slot_advance('%s', pg_current_wal_lsn())`, slot),
+	)
+	t.Cleanup(func() {
+		testbed.Exec(t, admin, `DROP TABLE IF EXISTS public.`+table)
+		testbed.DropSlot(t, admin, slot)
+	})
+	var same bool
+	if err := admin.QueryRow(context.Background(), fmt.Sprintf(`SELECT count(DISTINCT ctid) = 1 AND count(*) = 2 FROM public.%s`, table)).Scan(&same); err != nil || !same {
+		t.Fatalf("the two rows do not share a ctid (%v); the test needs them to", err)
+	}
+	j := testJanitor(t, table, slot, 10*time.Second)
+	stopFollowing := followSlot(admin, slot)
+	deleted, err := j.Round(context.Background())
+	stopFollowing()
+	var left string
+	if qerr := admin.QueryRow(context.Background(), `SELECT coalesce(string_agg(payload, ','), '') FROM public.`+table).Scan(&left); qerr != nil {
+		t.Fatal(qerr)
+	}
+	if err != nil || deleted != 1 || left != "young" {
+		t.Fatalf("deleted %d (err %v), left %q; want the old row deleted and the young one kept", deleted, err, left)
+	}
+}
+
+// testJanitor is a janitor as the relay's debezium role, with a one-minute
+// retention on created_at, over public.<table> and the slot.
+func testJanitor(t *testing.T, table, slot string, confirmWait time.Duration) *replication.Janitor {
+	t.Helper()
+	host, port := testbed.PostgresHostPort(t)
+	pcfg, err := replication.ParseConfig(map[string]string{
+		"database.hostname": host, "database.port": fmt.Sprint(port), "database.user": "debezium", "database.password": "debezium@123",
+		"database.dbname": "order_db", "database.sslmode": "disable", "slot.name": slot, "table.include.list": "public." + table, "topic.prefix": "t",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &replication.Janitor{
+		Cfg: replication.JanitorConfig{Retention: time.Minute, Column: "created_at", Batch: 1000, Pause: time.Millisecond, ConfirmWait: confirmWait},
+		PG:  &pcfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Active: func() bool { return true },
+	}
+}
+
+// followSlot advances the slot to the WAL's end every 50 ms, as a relay
+// that keeps up would, until the returned function is called: other tests
+// write WAL meanwhile, so one advance would not do. admin is used only by
+// this goroutine until then.
+func followSlot(admin *pgx.Conn, slot string) (stop func()) {
+	stopping := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			_, _ = admin.Exec(context.Background(), fmt.Sprintf(`SELECT pg_replication_slot_advance('%s', pg_current_wal_lsn())`, slot))
+			select {
+			case <-stopping:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() {
+		close(stopping)
+		<-stopped
+	}
+}
+
+func countRows(t *testing.T, admin *pgx.Conn, table string) int {
+	t.Helper()
+	var n int
+	if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM public.`+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+

@@ -1,0 +1,271 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+)
+
+// SourceOptions are the knobs of a Source besides its Config. Log is
+// required; Observer may be nil.
+type SourceOptions struct {
+	Log      *slog.Logger
+	Observer Observer
+	// ConfirmEvery rate-limits status updates that only report a moved
+	// confirmed LSN. Default 100 ms.
+	ConfirmEvery time.Duration
+	// StandbyPoll is how often a standby instance tries the failover lock,
+	// and how often the active one checks the lock's connection. Default 1 s.
+	StandbyPoll time.Duration
+}
+
+// Source is the logical-replication capture source (capture.Source): each
+// Open connects, checks, prepares the slot as Decide says, and returns a
+// stream of pgoutput transactions.
+//
+// Active/passive failover: a Source streams only while it holds a
+// PostgreSQL session advisory lock derived from the slot name, on a
+// connection of its own kept across sessions (see acquireLock). A second
+// instance with the same config waits in Open as standby and takes over,
+// from the slot's confirmed LSN, within about StandbyPoll once the first
+// one's lock connection is gone.
+type Source struct {
+	cfg  *Config
+	opt  SourceOptions
+	lock *pgx.Conn // the failover lock's connection, nil when not held
+}
+
+// NewSource returns a source for cfg; it connects to nothing until Open.
+func NewSource(cfg *Config, opt SourceOptions) (*Source, error) {
+	if cfg == nil || opt.Log == nil {
+		return nil, errors.New("replication.NewSource: Config and Log are required")
+	}
+	if opt.ConfirmEvery <= 0 {
+		opt.ConfirmEvery = 100 * time.Millisecond
+	}
+	if opt.StandbyPoll <= 0 {
+		opt.StandbyPoll = time.Second
+	}
+	return &Source{cfg: cfg, opt: opt}, nil
+}
+
+// Retryable: see the function of that name.
+func (s *Source) Retryable(err error) bool { return Retryable(err) }
+
+// Close releases the failover lock.
+func (s *Source) Close() { s.dropLock() }
+
+func (s *Source) dropLock() {
+	if s.lock != nil {
+		s.lock.Close(context.Background())
+		s.lock = nil
+	}
+}
+
+func (s *Source) state(st string) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.State(st)
+	}
+}
+
+// Open takes the failover lock (waiting as standby while another instance
+// holds it) and opens a session. The slot may still look active for a
+// moment after our own previous connection (or process) died: the server
+// notices a dead walsender client quickly but not at once. Open retries
+// that as Debezium does (slot.max.retries × slot.retry.delay.ms) before
+// calling the slot taken by someone else.
+func (s *Source) Open(ctx context.Context, confirmed pglogrepl.LSN) (capture.Stream, error) {
+	for busy := 1; ; busy++ {
+		if s.lock == nil {
+			lock, err := acquireLock(ctx, s.cfg, s.opt, s.state)
+			if err != nil {
+				return nil, err
+			}
+			s.lock = lock
+		}
+		st, err := s.open(ctx, confirmed)
+		if err == nil {
+			return st, nil
+		}
+		if !Retryable(err) && !errors.Is(err, ErrSlotInUse) {
+			s.dropLock()
+		}
+		if !errors.Is(err, ErrSlotInUse) || busy > s.cfg.SlotMaxRetries {
+			return nil, err
+		}
+		s.opt.Log.Info("replication: slot still active, waiting for it to be released",
+			"err", err, "retry", busy, "of", s.cfg.SlotMaxRetries, "delay", s.cfg.SlotRetryDelay.String())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(s.cfg.SlotRetryDelay):
+		}
+	}
+}
+
+// open connects both connections, runs the preflight and carries out the
+// plan up to the point where events can flow: the slot exists, and either
+// the snapshot is open or START_REPLICATION was sent.
+func (s *Source) open(ctx context.Context, confirmed pglogrepl.LSN) (_ *stream, err error) {
+	cfg, log := s.cfg, s.opt.Log
+	conn, repl, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := newStream(s, conn, repl)
+	defer func() {
+		if err != nil {
+			st.closeConns()
+		}
+	}()
+	if st.srv, err = Preflight(ctx, conn, cfg, log); err != nil {
+		return nil, err
+	}
+	s.state(StateConnected)
+	log.Info("connected", "server_version_num", st.srv.VersionNum, "slot", cfg.Slot, "slot_exists", st.srv.Slot.Exists, "slot_confirmed_flush", st.srv.Slot.ConfirmedFlush.String())
+	pending, err := snapshotPending(ctx, conn, cfg.Slot)
+	if err != nil {
+		return nil, err
+	}
+	st.plan = Decide(st.srv.Slot, pending, cfg, confirmed)
+	if err := s.prepare(ctx, st, confirmed); err != nil {
+		return nil, err
+	}
+	if !st.plan.snapshots() {
+		if err := st.startReplication(ctx); err != nil {
+			return nil, err
+		}
+	}
+	st.watchLock(s.lock, s.opt.StandbyPoll)
+	return st, nil
+}
+
+// prepare carries out the plan's slot work and sets where the stream
+// starts.
+func (s *Source) prepare(ctx context.Context, st *stream, confirmed pglogrepl.LSN) error {
+	cfg, log, p := s.cfg, s.opt.Log, st.plan
+	if p.DropMarker {
+		log.Warn("snapshot: the initial snapshot of this slot did not finish, and snapshot.mode=no_data does not redo it; dropping its marker",
+			"slot", cfg.Slot, "marker", SnapshotMarker(cfg.Slot))
+		if err := markSnapshotDone(ctx, st.conn, cfg.Slot); err != nil {
+			return err
+		}
+	}
+	if p.Forget {
+		log.Warn("the replication slot was gone and is created again: transactions committed between the last confirmed LSN and the new slot's consistent point are not streamed",
+			"slot", cfg.Slot, "last_confirmed", confirmed.String())
+	}
+	st.from = st.srv.Slot.ConfirmedFlush
+	switch p.Action {
+	case Refuse:
+		return p.Err
+	case Done:
+		log.Info("snapshot.mode=initial_only: the slot's snapshot was done before; nothing to stream, stopping", "slot", cfg.Slot)
+		return capture.ErrEnd
+	case Create, CreateWithSnapshot:
+		return s.create(ctx, st)
+	case RedoSnapshot:
+		log.Warn("snapshot: the initial snapshot of this slot did not finish (the relay stopped before Kafka acknowledged all of it); reading the outbox tables again, then streaming from the slot's position: rows committed since the slot was created may be sent twice",
+			"slot", cfg.Slot, "marker", SnapshotMarker(cfg.Slot), "from", st.from.String())
+		return st.openSnapshot(ctx, "")
+	}
+	// Resume from what this process already confirmed if the server lags
+	// behind it (the last status update may not have reached it).
+	st.from = max(st.from, confirmed)
+	return nil
+}
+
+// create makes the slot; with a snapshot, the marker first (a crash between
+// the two must not leave a slot whose snapshot looks done), and the
+// exported snapshot is imported at once: it lives only until the next
+// command on the replication connection.
+func (s *Source) create(ctx context.Context, st *stream) error {
+	withSnapshot := st.plan.Action == CreateWithSnapshot
+	if withSnapshot {
+		if err := markSnapshotPending(ctx, st.conn, s.cfg.Slot); err != nil {
+			return err
+		}
+	}
+	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.opt.Log)
+	if err != nil {
+		return err
+	}
+	st.from = created.ConsistentPoint
+	if withSnapshot {
+		return st.openSnapshot(ctx, created.SnapshotName)
+	}
+	return nil
+}
+
+// ErrLockLost reports that the failover lock's connection failed while
+// streaming: another instance may take over, so this one stops streaming at
+// once and competes for the lock again. Retryable.
+var ErrLockLost = errors.New("failover lock lost")
+
+// lockSQL takes the failover lock without waiting. The key is derived from
+// the slot name because the slot is what two relays must not share; the
+// prefix keeps it apart from an application's own advisory locks.
+const lockSQL = `SELECT pg_try_advisory_lock(hashtext('outboxrelay:' || $1))`
+
+// acquireLock returns an ordinary connection holding the failover lock,
+// polling every StandbyPoll while another instance holds it. The lock is a
+// session lock: it lasts exactly as long as the connection, so a relay that
+// dies, or loses its connection, releases it without anyone's help.
+func acquireLock(ctx context.Context, cfg *Config, opt SourceOptions, state func(string)) (*pgx.Conn, error) {
+	conn, err := cfg.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	standby := false
+	for {
+		var held bool
+		if err := conn.QueryRow(ctx, lockSQL, cfg.Slot).Scan(&held); err != nil {
+			conn.Close(context.Background())
+			return nil, fmt.Errorf("failover lock: %s for slot %q: %w", lockSQL, cfg.Slot, err)
+		}
+		if held {
+			if standby {
+				opt.Log.Info("failover lock acquired: taking over", "slot", cfg.Slot)
+			}
+			return conn, nil
+		}
+		if !standby {
+			standby = true
+			state(StateStandby)
+			opt.Log.Info("standby: another instance holds the failover lock; polling", "slot", cfg.Slot, "every", opt.StandbyPoll.String())
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close(context.Background())
+			return nil, ctx.Err()
+		case <-time.After(opt.StandbyPoll):
+		}
+	}
+}
+
+// connect opens the ordinary and the replication connection as the relay's
+// role.
+func connect(ctx context.Context, cfg *Config) (*pgx.Conn, *pgconn.PgConn, error) {
+	rc, err := cfg.ReplicationConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := cfg.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	repl, err := pgconn.ConnectConfig(ctx, rc)
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, nil, connectError("opening the replication connection", cfg, err)
+	}
+	return conn, repl, nil
+}
