@@ -149,4 +149,3 @@ func countRows(t *testing.T, admin *pgx.Conn, table string) int {
 	}
 	return n
 }
-

@@ -127,4 +127,3 @@ func TestPublishedDoesNotAllocate(t *testing.T) {
 		t.Errorf("Published allocates %v times per call, want 0", n)
 	}
 }
-
