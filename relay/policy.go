@@ -73,7 +73,7 @@ func NewPoisonPolicy(tolerance, connector string, dlq DeadLetterer, dlqTopic str
 		}
 		log.Warn("poison row sent to the dead-letter topic", "topic", dlqTopic, "lsn", lsn.String(), "table", ev.Table, "event_id", eventID, "err", cause)
 		return dlq.DeadLetter(ctx, orig, cause, sink.DLQMeta{
-			LSN: lsn, SourceTable: ev.Table, ConnectorName: connector, Stage: stage,
+			LSN: lsn.String(), SourceTable: ev.Table, ConnectorName: connector, Stage: stage,
 		}, ack)
 	}, nil
 }

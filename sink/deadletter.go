@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-
-	"github.com/jackc/pglogrepl"
 )
 
 // Dead-letter headers. The __connect.errors.* names are Kafka Connect's
@@ -27,8 +25,9 @@ const (
 
 // DLQMeta says where a dead-lettered record came from.
 type DLQMeta struct {
-	// LSN of the row's commit (or of the row), written as PostgreSQL prints it.
-	LSN pglogrepl.LSN
+	// LSN of the row's commit (or of the row), as PostgreSQL prints it
+	// (0/16B3748): the sink knows no PostgreSQL type.
+	LSN string
 	// SourceTable is "schema.table" of the outbox row.
 	SourceTable string
 	// ConnectorName is the connector's "name"; omitted when empty.
@@ -67,7 +66,7 @@ func DeadLetterRecord(topic string, r Record, cause error, meta DLQMeta) Record 
 	}
 	add(HeaderDLQExceptionClass, class)
 	add(HeaderDLQExceptionMsg, msg)
-	add(HeaderDLQLSN, meta.LSN.String())
+	add(HeaderDLQLSN, meta.LSN)
 	add(HeaderDLQSourceTable, meta.SourceTable)
 	if r.EventID != "" {
 		add(HeaderDLQEventID, r.EventID)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -18,7 +17,7 @@ func TestDeadLetter(t *testing.T) {
 	orig := Record{Topic: "outbox.event.order", Partition: -1, Key: []byte("9191642889"), Value: []byte(`{"x":1}`),
 		Headers: []Header{{Key: "id", Value: []byte("ev-1")}}, EventID: "ev-1"}
 	cause := &RecordError{Topic: orig.Topic, Partition: -1, EventID: "ev-1", Err: ErrTopicMissing}
-	meta := DLQMeta{LSN: pglogrepl.LSN(0x16B3748), SourceTable: "public.outbox", ConnectorName: "orders-outbox", Stage: "KAFKA_PRODUCE"}
+	meta := DLQMeta{LSN: "0/16B3748", SourceTable: "public.outbox", ConnectorName: "orders-outbox", Stage: "KAFKA_PRODUCE"}
 	if err := p.DeadLetter(context.Background(), orig, cause, meta, a.cb("dlq")); err != nil {
 		t.Fatal(err)
 	}
