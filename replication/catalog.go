@@ -130,5 +130,5 @@ func connectError(op string, cfg *Config, err error) error {
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
 		hint = "; check database.dbname"
 	}
-	return fmt.Errorf("%s to %s:%d/%s as %s: %w%s", op, cfg.Host, cfg.Port, cfg.DBName, cfg.User, err, hint)
+	return fmt.Errorf("%s to %s as %s: %w%s", op, cfg.Where(), cfg.User, err, hint)
 }

@@ -33,8 +33,14 @@ const (
 // Build it with ParseConfig; every field's doc names its connector key and
 // default.
 type Config struct {
-	Host        string // database.hostname (required)
-	Port        int    // database.port, default 5432
+	// Host is database.hostname (required): one host, or a comma-separated
+	// list tried in order for a read-write server, as libpq does with
+	// target_session_attrs=read-write, so that after a failover the relay
+	// finds the new primary. Port is database.port, default 5432: one
+	// port for every host, or one per host.
+	Host  string
+	Port  int   // the first host's port
+	Ports []int // one per host
 	User        string // database.user (required)
 	Password    string // database.password; never logged
 	DBName      string // database.dbname (required)
@@ -103,8 +109,10 @@ func ParseConfig(m map[string]string) (Config, error) {
 	c.HeartbeatTopic = orDefault(m["topic.heartbeat.prefix"], "__debezium-heartbeat") + "." + c.TopicPrefix
 	var errs []error
 	var err error
-	if c.Port, err = intKey(m, "database.port", 5432); err != nil {
+	if c.Ports, err = portsKey(m["database.port"], len(splitHosts(c.Host))); err != nil {
 		errs = append(errs, err)
+	} else {
+		c.Port = c.Ports[0]
 	}
 	if c.DropSlotOnStop, err = boolKey(m, "slot.drop.on.stop", false); err != nil {
 		errs = append(errs, err)
@@ -222,8 +230,16 @@ func (c *Config) dsn(replication bool) string {
 		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v))
 		b.WriteByte('\'')
 	}
-	kv("host", c.Host)
-	kv("port", strconv.Itoa(c.Port))
+	hosts := splitHosts(c.Host)
+	kv("host", strings.Join(hosts, ","))
+	ports := make([]string, len(c.Ports))
+	for i, p := range c.Ports {
+		ports[i] = strconv.Itoa(p)
+	}
+	kv("port", strings.Join(ports, ","))
+	if len(hosts) > 1 {
+		kv("target_session_attrs", "read-write")
+	}
 	kv("user", c.User)
 	kv("dbname", c.DBName)
 	kv("sslmode", c.SSLMode)
@@ -286,8 +302,58 @@ func (c *Config) parseOptions() pgconn.ParseConfigOptions {
 }
 
 func (c *Config) settingsError(err error) error {
-	return fmt.Errorf("%w for %s:%d/%s as %s: %w; check database.sslrootcert, database.sslcert, database.sslkey, database.sslpassword and database.sslmode",
-		ErrConnSettings, c.Host, c.Port, c.DBName, c.User, err)
+	return fmt.Errorf("%w for %s as %s: %w; check database.sslrootcert, database.sslcert, database.sslkey, database.sslpassword and database.sslmode",
+		ErrConnSettings, c.Where(), c.User, err)
+}
+
+// Where names the server(s) for messages: host:port[,host:port]/dbname.
+func (c *Config) Where() string {
+	hosts := splitHosts(c.Host)
+	for i, h := range hosts {
+		p := c.Port
+		if i < len(c.Ports) {
+			p = c.Ports[i]
+		}
+		hosts[i] = h + ":" + strconv.Itoa(p)
+	}
+	return strings.Join(hosts, ",") + "/" + c.DBName
+}
+
+func splitHosts(s string) []string {
+	var hosts []string
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// portsKey reads database.port: empty (5432 for every host), one port for
+// every host, or one per host.
+func portsKey(v string, hosts int) ([]int, error) {
+	hosts = max(hosts, 1)
+	var ports []int
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" && v == "" {
+			f = "5432"
+		}
+		p, err := strconv.Atoi(f)
+		if err != nil || p <= 0 || p > 65535 {
+			return nil, fmt.Errorf("database.port %q: write a port number, or one per host of database.hostname separated by commas, e.g. \"5432,5433\"", v)
+		}
+		ports = append(ports, p)
+	}
+	if len(ports) == 1 {
+		for len(ports) < hosts {
+			ports = append(ports, ports[0])
+		}
+	}
+	if len(ports) != hosts {
+		return nil, fmt.Errorf("database.port %q has %d ports for %d hosts in database.hostname: give one port for all, or one per host", v, len(ports), hosts)
+	}
+	return ports, nil
 }
 
 // Includes reports whether schema.table is one of the outbox tables.

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -15,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func baseConfig() map[string]string {
@@ -213,4 +217,73 @@ func TestPasswordFromEnvironment(t *testing.T) {
 	if err != nil || rc.Password != "from-env" {
 		t.Fatalf("ReplicationConfig: %v, password %q; want PGPASSWORD's", err, rc.Password)
 	}
+}
+
+// TestHostList: database.hostname may list hosts, tried in order for a
+// read-write server (the new primary after a failover); database.port
+// gives one port for all or one per host.
+func TestHostList(t *testing.T) {
+	cases := []struct {
+		host, port string
+		want       []string // host:port of the primary config and its fallbacks
+		wantErr    string
+	}{
+		{"db1", "", []string{"db1:5432"}, ""},
+		{"db1,db2", "5433", []string{"db1:5433", "db2:5433"}, ""},
+		{"db1, db2", "5432,5433", []string{"db1:5432", "db2:5433"}, ""},
+		{"db1,db2", "5432,5433,5434", nil, "3 ports for 2 hosts"},
+		{"db1", "x", nil, "database.port"},
+	}
+	for _, c := range cases {
+		m := baseConfig()
+		m["database.hostname"], m["database.port"] = c.host, c.port
+		cfg, err := ParseConfig(m)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s %s: err %v, want it to mention %q", c.host, c.port, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.host, c.port, err)
+		}
+		for _, repl := range []bool{false, true} {
+			var pc *pgconn.Config
+			if repl {
+				pc, err = cfg.ReplicationConfig()
+			} else {
+				var cc *pgx.ConnConfig
+				cc, err = cfg.ConnConfig()
+				if cc != nil {
+					pc = &cc.Config
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{fmt.Sprintf("%s:%d", pc.Host, pc.Port)}
+			for _, f := range pc.Fallbacks {
+				if f.TLSConfig == nil || pc.TLSConfig != nil { // sslmode=prefer adds a plaintext fallback per host
+					got = append(got, fmt.Sprintf("%s:%d", f.Host, f.Port))
+				}
+			}
+			got = dedupe(got)
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Errorf("%s %s (replication %v): hosts %v, want %v", c.host, c.port, repl, got, c.want)
+			}
+			if multi := len(c.want) > 1; multi != (pc.ValidateConnect != nil) {
+				t.Errorf("%s (replication %v): read-write check set %v, want %v", c.host, repl, pc.ValidateConnect != nil, multi)
+			}
+		}
+	}
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if len(out) == 0 || out[len(out)-1] != v {
+			out = append(out, v)
+		}
+	}
+	return out
 }

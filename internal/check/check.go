@@ -107,7 +107,7 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 // later ones meaningless (no connection, no table) ends them.
 func (c *checker) postgres(ctx context.Context) {
 	cfg := c.pg
-	who := fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.DBName)
+	who := cfg.User + "@" + cfg.Where()
 	conn, err := cfg.Connect(ctx)
 	if err != nil {
 		c.fail("PostgreSQL connection", err.Error(),
