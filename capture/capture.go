@@ -130,21 +130,42 @@ type Stream interface {
 	// SnapshotDone records that Kafka acknowledged the whole initial
 	// snapshot; streaming starts after it.
 	SnapshotDone(ctx context.Context) error
-	// Close reports the final position and ends the session. clean says
-	// that every record is acknowledged and no transaction was left half
-	// read, so that the source may drop what it would otherwise keep.
-	Close(ctx context.Context, clean bool) error
+	// Close reports the final position and ends the session.
+	Close(ctx context.Context, end Ending) error
+}
+
+// Ending says how a session ended, so that a source may drop what it would
+// otherwise keep (slot.drop.on.stop).
+type Ending struct {
+	Orderly  bool // a requested stop, not a failure
+	Complete bool // every record acknowledged, no transaction left half read
 }
 
 // ErrEnd reports from Stream.Next or Source.Open that there is nothing to
 // stream by design (snapshot.mode=initial_only): the relay stops cleanly.
 var ErrEnd = errors.New("nothing more to stream")
 
+// Known is what the relay knows of its position when it opens a stream.
+type Known struct {
+	// Confirmed is what this process confirmed in earlier sessions; zero
+	// in a new process.
+	Confirmed pglogrepl.LSN
+	// Recorded is the position recorded outside the database (the offsets
+	// topic), which survives a failover; zero when none was recorded (a
+	// first start).
+	Recorded pglogrepl.LSN
+	// RecordedIn and Forget say, for messages, where Recorded was read
+	// and how to delete it.
+	RecordedIn, Forget string
+}
+
+// Last is the latest position the relay is known to have delivered.
+func (k Known) Last() pglogrepl.LSN { return max(k.Confirmed, k.Recorded) }
+
 // Source opens streams, one per session. Its Open is called again after a
-// retryable failure, with the position the relay last confirmed (zero in a
-// new process).
+// retryable failure.
 type Source interface {
-	Open(ctx context.Context, confirmed pglogrepl.LSN) (Stream, error)
+	Open(ctx context.Context, known Known) (Stream, error)
 	// Retryable decides whether an error of Open or of a stream ends only
 	// the session (retried) or the relay.
 	Retryable(err error) bool

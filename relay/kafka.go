@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
 
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -46,3 +49,25 @@ func (s *ProducerSink) Send(ctx context.Context, r *router.Record, ack func(erro
 
 // Flush waits for every record sent so far.
 func (s *ProducerSink) Flush(ctx context.Context) error { return s.P.Flush(ctx) }
+
+// KafkaPositions keeps the position in the offsets topic (sink.Offsets).
+type KafkaPositions struct{ O *sink.Offsets }
+
+// Load reads the recorded position.
+func (k KafkaPositions) Load(ctx context.Context) (pglogrepl.LSN, bool, error) {
+	pos, found, err := k.O.Load(ctx)
+	return pglogrepl.LSN(pos.LSN), found, err
+}
+
+// Save records pos.
+func (k KafkaPositions) Save(ctx context.Context, pos pglogrepl.LSN, ack func(error)) error {
+	return k.O.Save(ctx, sink.Offset{LSN: uint64(pos), Time: time.Now()}, ack)
+}
+
+// Where names the offsets topic.
+func (k KafkaPositions) Where() string { return "offsets topic " + k.O.Topic() }
+
+// Forget says how to delete the recorded position.
+func (k KafkaPositions) Forget() string {
+	return fmt.Sprintf("a record with key %s and a null value in topic %s, or another offsets.storage.topic", k.O.Key(), k.O.Topic())
+}

@@ -24,8 +24,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/router"
 )
@@ -63,6 +61,10 @@ type Options struct {
 	// sessions that fail in a row; RetryWait caps the backoff between them.
 	MaxRetries int
 	RetryWait  time.Duration
+	// Positions records the confirmed position outside the database every
+	// RecordEvery (default 1 s) while it moves; nil records nothing.
+	Positions   PositionStore
+	RecordEvery time.Duration
 }
 
 // drainLimit bounds how long a stop waits for the transaction being read
@@ -81,6 +83,7 @@ func Run(ctx context.Context, opt Options) error {
 	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, 10000)
 	opt.MaxInFlightBytes = cmp(opt.MaxInFlightBytes, 64<<20)
 	opt.RetryWait = cmp(opt.RetryWait, 10*time.Second)
+	opt.RecordEvery = cmp(opt.RecordEvery, time.Second)
 	budget, err := NewBudget(opt.MaxInFlightRecords, opt.MaxInFlightBytes)
 	if err != nil {
 		return fmt.Errorf("relay.Run: %w", err)
@@ -101,9 +104,11 @@ func cmp[T int | int64 | time.Duration](v, def T) T {
 type relay struct {
 	opt    Options
 	budget *Budget
-	// confirmed carries what earlier sessions confirmed into the next, in
-	// case the last status update never reached the server.
-	confirmed pglogrepl.LSN
+	// known carries what earlier sessions confirmed into the next, in case
+	// the last status update never reached the server, and the position
+	// recorded in the offsets topic.
+	known  capture.Known
+	loaded bool // the recorded position was read
 }
 
 func (r *relay) state(s string) {
@@ -114,18 +119,42 @@ func (r *relay) state(s string) {
 
 // runSession is one session from Open to Close: the data path.
 func (r *relay) runSession(ctx context.Context) error {
-	st, err := r.opt.Source.Open(ctx, r.confirmed)
+	if err := r.loadPosition(ctx); err != nil {
+		return err
+	}
+	st, err := r.opt.Source.Open(ctx, r.known)
 	if err != nil {
 		return err
 	}
 	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log}
+	stopRecording := s.record()
 	err = st.Start(ctx, s.ck)
 	if err == nil {
 		err = s.loop(ctx)
 	}
-	err = s.finish(ctx, err)
-	r.confirmed = s.ck.Confirmed()
+	err = s.finish(ctx, err, stopRecording)
+	r.known.Confirmed = s.ck.Confirmed()
 	return err
+}
+
+// record starts the recorder of the session's confirmed position; the
+// returned function stops it after one last save.
+func (s *session) record() (stop func(context.Context)) {
+	if s.opt.Positions == nil {
+		return func(context.Context) {}
+	}
+	rc := &recorder{store: s.opt.Positions, ck: s.ck, log: s.log, saved: s.ck.Confirmed()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rc.run(ctx, s.opt.RecordEvery)
+	}()
+	return func(fctx context.Context) {
+		cancel()
+		<-done
+		rc.save(fctx)
+	}
 }
 
 // session is one stream's worth of relaying. Its loop runs on one
@@ -242,11 +271,15 @@ func (s *session) snapshotDone(ctx context.Context) error {
 // the producer; the stream sends the final status update and closes its
 // connections. It runs on every exit, so a poison row still confirms
 // everything before it.
-func (s *session) finish(stop context.Context, cause error) error {
+func (s *session) finish(stop context.Context, cause error, stopRecording func(context.Context)) error {
 	fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := s.opt.Sink.Flush(fctx); err != nil {
 		s.log.Warn("stopping: Kafka did not acknowledge everything in time; unconfirmed events will be sent again on restart", "err", err, "confirmed", s.ck.Confirmed().String())
+	}
+	stopRecording(fctx) // the last position, after the flush confirmed what it could
+	if err := s.opt.Sink.Flush(fctx); err != nil {
+		s.log.Warn("stopping: the confirmed position was not recorded", "err", err)
 	}
 	if err := s.ck.Err(); err != nil && (cause == nil || errors.Is(cause, context.Canceled)) {
 		cause = err
@@ -257,8 +290,8 @@ func (s *session) finish(stop context.Context, cause error) error {
 		s.tx = nil
 	}
 	orderly := stop.Err() != nil && (cause == nil || errors.Is(cause, context.Canceled))
-	clean := orderly && !abandoned && s.ck.InFlight() == 0
-	if err := s.st.Close(fctx, clean); err != nil && cause == nil {
+	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.ck.InFlight() == 0}
+	if err := s.st.Close(fctx, end); err != nil && cause == nil {
 		cause = err
 	}
 	return cause

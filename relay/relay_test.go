@@ -27,7 +27,7 @@ type fakeSource struct {
 	openErr error
 }
 
-func (f *fakeSource) Open(ctx context.Context, confirmed pglogrepl.LSN) (capture.Stream, error) {
+func (f *fakeSource) Open(ctx context.Context, known capture.Known) (capture.Stream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.openErr != nil {
@@ -37,7 +37,7 @@ func (f *fakeSource) Open(ctx context.Context, confirmed pglogrepl.LSN) (capture
 		return nil, capture.ErrEnd
 	}
 	st := f.streams[f.opened]
-	st.openedWith = confirmed
+	st.openedWith = known.Confirmed
 	f.opened++
 	return st, nil
 }
@@ -124,8 +124,8 @@ func (s *fakeStream) appendEvents(evs ...capture.Event) {
 	defer s.mu.Unlock()
 	s.events = append(s.events, evs...)
 }
-func (s *fakeStream) Close(ctx context.Context, clean bool) error {
-	s.clean, s.final = clean, s.confirmed()
+func (s *fakeStream) Close(ctx context.Context, end capture.Ending) error {
+	s.clean, s.final = end.Orderly && end.Complete, s.confirmed()
 	close(s.closed)
 	return nil
 }

@@ -26,7 +26,7 @@ func (r *relay) retry(ctx context.Context) error {
 	backoff := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		started := time.Now()
-		from := r.confirmed
+		from := r.known.Confirmed
 		err := r.runSession(ctx)
 		if ctx.Err() != nil || errors.Is(err, capture.ErrEnd) {
 			return nil
@@ -40,7 +40,7 @@ func (r *relay) retry(ctx context.Context) error {
 		// A session that confirmed progress was healthy: this failure
 		// starts a new outage, with a short first wait. A session that
 		// never got that far keeps backing off.
-		if r.confirmed > from {
+		if r.known.Confirmed > from {
 			failingSince, backoff, attempt = time.Time{}, 500*time.Millisecond, 1
 		}
 		if failingSince.IsZero() {
@@ -49,7 +49,7 @@ func (r *relay) retry(ctx context.Context) error {
 		r.state(StateRetrying)
 		r.opt.Log.Warn("relay: session failed, retrying",
 			"err", err, "attempt", attempt, "failing_since", failingSince.Format(time.RFC3339), "backoff", backoff.String(),
-			"resume_from", r.confirmed.String())
+			"resume_from", r.known.Confirmed.String())
 		select {
 		case <-ctx.Done():
 			return nil

@@ -38,9 +38,9 @@ type Config struct {
 	// target_session_attrs=read-write, so that after a failover the relay
 	// finds the new primary. Port is database.port, default 5432: one
 	// port for every host, or one per host.
-	Host  string
-	Port  int   // the first host's port
-	Ports []int // one per host
+	Host        string
+	Port        int    // the first host's port
+	Ports       []int  // one per host
 	User        string // database.user (required)
 	Password    string // database.password; never logged
 	DBName      string // database.dbname (required)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 func baseConfig() map[string]string {
@@ -98,7 +100,7 @@ func TestOpenRefusedIsRetryable(t *testing.T) {
 	defer src.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = src.Open(ctx, 0)
+	_, err = src.Open(ctx, capture.Known{})
 	if err == nil || !src.Retryable(err) {
 		t.Fatalf("Open against port 1: %v (retryable %v); want a retryable connection error", err, src.Retryable(err))
 	}

@@ -1,7 +1,9 @@
 package replication
 
 import (
-	"github.com/jackc/pglogrepl"
+	"fmt"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // Action is what a session does with the slot before it streams.
@@ -39,8 +41,9 @@ type Plan struct {
 	// DropMarker: drop the snapshot marker before anything else (a
 	// snapshot left pending that snapshot.mode=no_data will not redo).
 	DropMarker bool
-	// Forget: the slot this process streamed from is gone and is made
-	// again; what the process confirmed belongs to the old slot.
+	// Forget: the slot the relay streamed from is gone and is made again
+	// (snapshot.mode=when_needed): the tables are read again, and what
+	// was confirmed belongs to the old slot.
 	Forget bool
 	// StopAfterSnapshot: snapshot.mode=initial_only stops once the
 	// snapshot is acknowledged.
@@ -50,17 +53,25 @@ type Plan struct {
 
 // Decide is the session's decision table: given the slot as the server
 // reports it, whether its snapshot marker exists, the snapshot mode and
-// the position this process last confirmed (zero in a new process), what
-// to do before streaming.
-func Decide(slot Slot, markerPending bool, cfg *Config, confirmed pglogrepl.LSN) Plan {
+// what the relay knows of its position (what this process confirmed, what
+// was recorded in the offsets topic), what to do before streaming.
+//
+// A slot that is gone while a position is known is never silently made
+// again: the events committed since that position would never be
+// published. It is refused, unless snapshot.mode=when_needed asks to read
+// the outbox tables again (Debezium's meaning: snapshot when the slot
+// cannot serve the recorded position).
+func Decide(slot Slot, markerPending bool, cfg *Config, known capture.Known) Plan {
 	if err := CheckSlot(slot, cfg); err != nil {
 		return Plan{Action: Refuse, Err: err}
 	}
 	wantSnapshot := cfg.SnapshotMode != SnapshotNoData
 	p := Plan{StopAfterSnapshot: cfg.SnapshotMode == SnapshotInitialOnly}
 	switch {
+	case !slot.Exists && known.Last() != 0 && cfg.SnapshotMode != SnapshotWhenNeeded:
+		return Plan{Action: Refuse, Err: slotGone(cfg, known)}
 	case !slot.Exists:
-		p.Forget = confirmed != 0
+		p.Forget = known.Last() != 0
 		p.DropMarker = markerPending && !wantSnapshot
 		p.Action = Create
 		if wantSnapshot {
@@ -82,3 +93,17 @@ func Decide(slot Slot, markerPending bool, cfg *Config, confirmed pglogrepl.LSN)
 
 // snapshots reports whether the plan reads the outbox tables.
 func (p Plan) snapshots() bool { return p.Action == CreateWithSnapshot || p.Action == RedoSnapshot }
+
+// slotGone is the refusal of a missing slot whose position is known.
+func slotGone(cfg *Config, known capture.Known) error {
+	where := "confirmed by this process"
+	if known.Recorded >= known.Confirmed {
+		where = "recorded in " + known.RecordedIn
+	}
+	return fmt.Errorf("%w: replication slot %q does not exist, but this connector delivered every event up to %s (%s): "+
+		"the slot was dropped, or lost in a failover to a server it was not synchronized to, and events committed after that would never be published. "+
+		"Restore the slot (on PostgreSQL 17+ with slot.failover=true it survives a failover to a standby with sync_replication_slots = on), "+
+		"or set snapshot.mode=when_needed to read the outbox tables again and then stream (rows still in the table are sent again; rows deleted since are not), "+
+		"or, accepting that the events in between are lost, delete the recorded position (%s)",
+		ErrSlotGone, cfg.Slot, known.Last(), where, known.Forget)
+}

@@ -20,6 +20,7 @@ var (
 	ErrPublication    = errors.New("publication missing or incomplete")
 	ErrSlotInUse      = errors.New("replication slot is held by another connection")
 	ErrSlotIncompat   = errors.New("replication slot cannot be used")
+	ErrSlotGone       = errors.New("replication slot is gone")
 	ErrServerVersion  = errors.New("PostgreSQL version not supported")
 	ErrNoOutboxTables = errors.New("no outbox table matches table.include.list")
 )

@@ -115,6 +115,9 @@ func (s *stream) SnapshotDone(ctx context.Context) error {
 	if r == nil || r.step != snapDone {
 		return errNoSnapshot
 	}
+	if err := s.lockLost(); err != nil {
+		return err // the instance taking over redoes the snapshot
+	}
 	r.step = snapAcked
 	if err := markSnapshotDone(ctx, s.conn, s.cfg.Slot); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -188,7 +191,7 @@ func (r *snapshotReader) open(ctx context.Context, row *capture.Row) error {
 	}
 	r.rr = r.tx.Conn().PgConn().ExecParams(ctx, "SELECT * FROM "+qt, nil, nil, nil, nil)
 	fields := r.rr.FieldDescriptions()
-	*row = capture.Row{Op: capture.OpRead, Table: r.table, Columns: make([]capture.Column, len(fields)), Position: row.Position}
+	*row = capture.Row{Op: capture.OpRead, Table: r.table, Columns: make([]capture.Column, len(fields))}
 	for i, f := range fields {
 		row.Columns[i] = capture.Column{Name: f.Name, OID: f.DataTypeOID, Nullable: nullable[f.Name]}
 	}

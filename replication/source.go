@@ -41,6 +41,10 @@ type Source struct {
 	cfg  *Config
 	opt  SourceOptions
 	lock *pgx.Conn // the failover lock's connection, nil when not held
+	// server is "<system id>/<timeline>" of the last session that opened:
+	// what a process confirmed carries over only to the same server and
+	// timeline.
+	server string
 }
 
 // NewSource returns a source for cfg; it connects to nothing until Open.
@@ -82,7 +86,7 @@ func (s *Source) state(st string) {
 // notices a dead walsender client quickly but not at once. Open retries
 // that as Debezium does (slot.max.retries × slot.retry.delay.ms) before
 // calling the slot taken by someone else.
-func (s *Source) Open(ctx context.Context, confirmed pglogrepl.LSN) (capture.Stream, error) {
+func (s *Source) Open(ctx context.Context, known capture.Known) (capture.Stream, error) {
 	for busy := 1; ; busy++ {
 		if s.lock == nil {
 			lock, err := acquireLock(ctx, s.cfg, s.opt, s.state)
@@ -91,7 +95,7 @@ func (s *Source) Open(ctx context.Context, confirmed pglogrepl.LSN) (capture.Str
 			}
 			s.lock = lock
 		}
-		st, err := s.open(ctx, confirmed)
+		st, err := s.open(ctx, known)
 		if err == nil {
 			return st, nil
 		}
@@ -114,7 +118,7 @@ func (s *Source) Open(ctx context.Context, confirmed pglogrepl.LSN) (capture.Str
 // open connects both connections, runs the preflight and carries out the
 // plan up to the point where events can flow: the slot exists, and either
 // the snapshot is open or START_REPLICATION was sent.
-func (s *Source) open(ctx context.Context, confirmed pglogrepl.LSN) (_ *stream, err error) {
+func (s *Source) open(ctx context.Context, known capture.Known) (_ *stream, err error) {
 	cfg, log := s.cfg, s.opt.Log
 	conn, repl, err := connect(ctx, cfg)
 	if err != nil {
@@ -129,14 +133,19 @@ func (s *Source) open(ctx context.Context, confirmed pglogrepl.LSN) (_ *stream, 
 	if st.srv, err = Preflight(ctx, conn, cfg, log); err != nil {
 		return nil, err
 	}
+	sys, err := pglogrepl.IdentifySystem(ctx, repl)
+	if err != nil {
+		return nil, fmt.Errorf("IDENTIFY_SYSTEM: %w", err)
+	}
+	st.server = fmt.Sprintf("%s/%d", sys.SystemID, sys.Timeline)
 	s.state(StateConnected)
 	log.Info("connected", "server_version_num", st.srv.VersionNum, "slot", cfg.Slot, "slot_exists", st.srv.Slot.Exists, "slot_confirmed_flush", st.srv.Slot.ConfirmedFlush.String())
 	pending, err := snapshotPending(ctx, conn, cfg.Slot)
 	if err != nil {
 		return nil, err
 	}
-	st.plan = Decide(st.srv.Slot, pending, cfg, confirmed)
-	if err := s.prepare(ctx, st, confirmed); err != nil {
+	st.plan = Decide(st.srv.Slot, pending, cfg, known)
+	if err := s.prepare(ctx, st, known); err != nil {
 		return nil, err
 	}
 	if !st.plan.snapshots() {
@@ -145,12 +154,13 @@ func (s *Source) open(ctx context.Context, confirmed pglogrepl.LSN) (_ *stream, 
 		}
 	}
 	st.watchLock(s.lock, s.opt.StandbyPoll)
+	s.server = st.server
 	return st, nil
 }
 
 // prepare carries out the plan's slot work and sets where the stream
 // starts.
-func (s *Source) prepare(ctx context.Context, st *stream, confirmed pglogrepl.LSN) error {
+func (s *Source) prepare(ctx context.Context, st *stream, known capture.Known) error {
 	cfg, log, p := s.cfg, s.opt.Log, st.plan
 	if p.DropMarker {
 		log.Warn("snapshot: the initial snapshot of this slot did not finish, and snapshot.mode=no_data does not redo it; dropping its marker",
@@ -160,8 +170,8 @@ func (s *Source) prepare(ctx context.Context, st *stream, confirmed pglogrepl.LS
 		}
 	}
 	if p.Forget {
-		log.Warn("the replication slot was gone and is created again: transactions committed between the last confirmed LSN and the new slot's consistent point are not streamed",
-			"slot", cfg.Slot, "last_confirmed", confirmed.String())
+		log.Warn("the replication slot is gone: creating it again and reading the outbox tables again (snapshot.mode=when_needed); rows still in the tables are sent again, rows deleted since are not",
+			"slot", cfg.Slot, "last_delivered", known.Last().String())
 	}
 	st.from = st.srv.Slot.ConfirmedFlush
 	switch p.Action {
@@ -177,10 +187,33 @@ func (s *Source) prepare(ctx context.Context, st *stream, confirmed pglogrepl.LS
 			"slot", cfg.Slot, "marker", SnapshotMarker(cfg.Slot), "from", st.from.String())
 		return st.openSnapshot(ctx, "")
 	}
+	s.compare(st, known)
 	// Resume from what this process already confirmed if the server lags
-	// behind it (the last status update may not have reached it).
-	st.from = max(st.from, confirmed)
+	// behind it (the last status update may not have reached it), but
+	// only on the same server and timeline: after a failover the new
+	// primary's WAL past its slot is not the WAL this process confirmed,
+	// and starting later would skip transactions committed on it.
+	if st.server == s.server {
+		st.from = max(st.from, known.Confirmed)
+	}
 	return nil
+}
+
+// compare logs how the slot stands against the recorded position. Behind
+// is normal after a failover to a standby whose synchronized slot lagged:
+// the stream resumes from the slot and skips nothing (events in between
+// are sent again). Ahead is normal too: the position is recorded after the
+// slot confirms.
+func (s *Source) compare(st *stream, known capture.Known) {
+	slot, rec := st.srv.Slot.ConfirmedFlush, known.Recorded
+	switch {
+	case rec == 0:
+	case slot < rec:
+		s.opt.Log.Warn("the slot is behind the recorded position (a standby's slot synchronized late?): resuming from the slot; events in between are sent again",
+			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "in", known.RecordedIn)
+	case slot > rec:
+		s.opt.Log.Info("the slot is ahead of the recorded position", "slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String())
+	}
 }
 
 // create makes the slot; with a snapshot, the marker first (a crash between

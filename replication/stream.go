@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,14 +21,15 @@ import (
 // and answers the server, and nothing else touches them (invariant 3). The
 // lock watcher only reads lockErr's cause into the current receive.
 type stream struct {
-	src  *Source
-	cfg  *Config
-	conn *pgx.Conn      // the ordinary connection: catalog, snapshot, heartbeat query
-	repl *pgconn.PgConn // the replication connection
-	srv  *Server
-	plan Plan
-	from pglogrepl.LSN
-	p    capture.Progress
+	src    *Source
+	cfg    *Config
+	conn   *pgx.Conn      // the ordinary connection: catalog, snapshot, heartbeat query
+	repl   *pgconn.PgConn // the replication connection
+	srv    *Server
+	server string // "<system id>/<timeline>"
+	plan   Plan
+	from   pglogrepl.LSN
+	p      capture.Progress
 
 	snap  *snapshotReader // the initial snapshot being read, until SnapshotDone
 	ended bool            // initial_only: the snapshot was all there was
@@ -48,9 +50,14 @@ type stream struct {
 	lastConfirmed pglogrepl.LSN
 	serverWALEnd  pglogrepl.LSN
 
-	lockErr    atomic.Pointer[error]              // set by the lock watcher
-	recvCancel atomic.Pointer[context.CancelFunc] // the receive in progress
+	lockErr atomic.Pointer[error] // set by the lock watcher
+	// recvMu guards recvCancel, the receive in progress, which the lock
+	// watcher cancels.
+	recvMu     sync.Mutex
+	recvCancel context.CancelFunc
 	stopWatch  func()
+	txLSN      pglogrepl.LSN // the open transaction's final LSN, for errors
+	walReport  bool          // a keepalive's WAL end waits to be reported, once the relay applied it
 }
 
 func newStream(src *Source, conn *pgx.Conn, repl *pgconn.PgConn) *stream {
@@ -89,8 +96,15 @@ func (s *stream) Next(ctx context.Context) (*capture.Event, error) {
 	if s.ended {
 		return nil, capture.ErrEnd
 	}
+	if err := s.lockLost(); err != nil {
+		return nil, err
+	}
 	if s.snap != nil {
 		return s.nextSnapshot(ctx)
+	}
+	if s.walReport {
+		s.walReport = false
+		s.src.opt.Observer.Received(s.p.Confirmed(), s.serverWALEnd)
 	}
 	for {
 		if err := s.lockLost(); err != nil {
@@ -143,8 +157,14 @@ func (s *stream) receive(ctx context.Context) (pgproto3.BackendMessage, error) {
 	}
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	s.recvCancel.Store(&cancel)
-	defer s.recvCancel.Store(nil)
+	s.recvMu.Lock()
+	s.recvCancel = cancel
+	s.recvMu.Unlock()
+	defer func() {
+		s.recvMu.Lock()
+		s.recvCancel = nil
+		s.recvMu.Unlock()
+	}()
 	if s.lockErr.Load() != nil {
 		cancel()
 	}
@@ -170,14 +190,17 @@ func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, err
 		}
 		s.serverWALEnd = ka.ServerWALEnd
 		s.replyDue = s.replyDue || ka.ReplyRequested
-		if s.src.opt.Observer != nil {
-			s.src.opt.Observer.Received(s.p.Confirmed(), ka.ServerWALEnd)
-		}
 		// Invariant 2: the server's WAL end may be confirmed only between
-		// transactions; the relay checks that nothing is in flight.
+		// transactions; the relay checks that nothing is in flight. The
+		// WAL end is reported after the relay applied it, so that the lag
+		// of an idle outbox reads 0.
 		if !s.inTx {
+			s.walReport = s.src.opt.Observer != nil
 			s.ev = capture.Event{Kind: capture.KindIdle, LSN: ka.ServerWALEnd}
 			return &s.ev, nil
+		}
+		if s.src.opt.Observer != nil {
+			s.src.opt.Observer.Received(s.p.Confirmed(), ka.ServerWALEnd)
 		}
 		return nil, s.maybeStatus(ctx, s.replyDue)
 	case pglogrepl.XLogDataByteID:
@@ -206,9 +229,9 @@ func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*
 	switch m.Type {
 	case MessageBegin:
 		if s.inTx {
-			return nil, fmt.Errorf("decoding pgoutput at %s: Begin of %s inside transaction %s", at, m.Begin.FinalLSN, s.ev.LSN)
+			return nil, fmt.Errorf("decoding pgoutput at %s: Begin of %s inside transaction %s", at, m.Begin.FinalLSN, s.txLSN)
 		}
-		s.inTx = true
+		s.inTx, s.txLSN = true, m.Begin.FinalLSN
 		s.row.Position = 0
 		s.ev = capture.Event{Kind: capture.KindBegin, LSN: m.Begin.FinalLSN, CommitTime: m.Begin.CommitTime}
 		return &s.ev, nil
@@ -362,15 +385,17 @@ func (s *stream) heartbeat(ctx context.Context) (*capture.Event, error) {
 
 // Close is the PostgreSQL end of the shutdown order: the relay has stopped
 // reading and flushed Kafka; send the final status update, end the COPY,
-// drop the slot if slot.drop.on.stop asks and the stop was clean, close
-// both connections.
-func (s *stream) Close(ctx context.Context, clean bool) error {
-	s.stopWatch()
+// drop the slot if slot.drop.on.stop asks and the stop was orderly and
+// complete, close both connections.
+func (s *stream) Close(ctx context.Context, end capture.Ending) error {
 	defer s.closeConns()
 	if s.snap != nil {
 		s.snap.close()
 	}
-	err := s.maybeStatus(ctx, true)
+	var err error
+	if s.p != nil {
+		err = s.maybeStatus(ctx, true)
+	}
 	if s.streaming {
 		// Closing the socket now could kill the walsender in the middle of
 		// a write, before it reads the status update just sent: the slot
@@ -380,13 +405,14 @@ func (s *stream) Close(ctx context.Context, clean bool) error {
 		if err := endCopy(ctx, s.repl); err != nil {
 			s.src.opt.Log.Debug("stopping: ending the replication stream", "err", err)
 		}
+		s.src.opt.Log.Info("stream stopped", "confirmed", s.p.Confirmed().String())
 	}
+	s.stopWatch()
 	if s.lockLost() != nil {
 		s.src.dropLock()
 	}
-	s.src.opt.Log.Info("stream stopped", "confirmed", s.p.Confirmed().String())
-	if s.cfg.DropSlotOnStop && ctx.Err() == nil {
-		s.dropOnStop(clean)
+	if s.cfg.DropSlotOnStop && end.Orderly && s.streaming {
+		s.dropOnStop(end.Complete && ctx.Err() == nil)
 	}
 	return err
 }
@@ -398,8 +424,8 @@ func (s *stream) closeConns() {
 
 // dropOnStop drops the slot after an orderly stop (slot.drop.on.stop), on
 // the replication connection, which Close has taken out of streaming.
-func (s *stream) dropOnStop(clean bool) {
-	if !clean {
+func (s *stream) dropOnStop(complete bool) {
+	if !complete {
 		s.src.opt.Log.Warn("stopping: the slot is kept although slot.drop.on.stop is set: Kafka did not acknowledge every record, or a transaction was left half read, and the rest would be lost with it", "in_flight", s.p.InFlight())
 		return
 	}
@@ -444,7 +470,7 @@ func endCopy(ctx context.Context, conn *pgconn.PgConn) error {
 // the stream's next call returns ErrLockLost. The watcher is the only user
 // of lock meanwhile.
 func (s *stream) watchLock(lock *pgx.Conn, poll time.Duration) {
-	done := make(chan struct{})
+	wctx, done := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -452,24 +478,26 @@ func (s *stream) watchLock(lock *pgx.Conn, poll time.Duration) {
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-wctx.Done():
 				return
 			case <-t.C:
 			}
-			pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			pctx, cancel := context.WithTimeout(wctx, 5*time.Second)
 			err := lock.Ping(pctx)
 			cancel()
-			if err != nil {
+			if err != nil && wctx.Err() == nil {
 				lost := fmt.Errorf("%w: its connection failed: %w", ErrLockLost, err)
 				s.lockErr.Store(&lost)
-				if c := s.recvCancel.Load(); c != nil {
-					(*c)()
+				s.recvMu.Lock()
+				if s.recvCancel != nil {
+					s.recvCancel()
 				}
+				s.recvMu.Unlock()
 				return
 			}
 		}
 	}()
-	s.stopWatch = func() { close(done); <-stopped; s.stopWatch = func() {} }
+	s.stopWatch = func() { done(); <-stopped; s.stopWatch = func() {} }
 }
 
 func (s *stream) lockLost() error {

@@ -95,7 +95,7 @@ func TestBacklogWithRelay(t *testing.T) {
 			"database.user": "debezium", "database.password": "debezium@123", "database.dbname": "order_db",
 			"plugin.name": "pgoutput", "publication.name": pub, "publication.autocreate.mode": "disabled",
 			"slot.name": slot, "table.include.list": "public." + table, "snapshot.mode": "no_data",
-			"topic.prefix": "order_db",
+			"topic.prefix": "order_db", "offsets.storage.topic": "offsets." + slot,
 			"topic.creation.default.replication.factor": "1", "topic.creation.default.partitions": "1",
 			"transforms": "outbox", "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
 			"transforms.outbox.table.field.event.id": "message_id", "transforms.outbox.table.field.event.key": "aggregate_id",

@@ -226,6 +226,8 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 		MaxInFlightBytes: set.Kafka.BufferMemory,
 		MaxRetries:       set.Postgres.MaxRetries,
 		RetryWait:        set.Postgres.RetryWait,
+		Positions:        set.Positions(producer),
+		RecordEvery:      set.Offsets.Every,
 	}, nil
 }
 

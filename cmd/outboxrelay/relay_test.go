@@ -133,6 +133,9 @@ func exampleConfig(t *testing.T, overrides map[string]any) string {
 	host, port := testbed.PostgresHostPort(t)
 	doc.Config["database.hostname"] = host
 	doc.Config["database.port"] = strconv.Itoa(port)
+	// Tests drop and create the example slot again: each config is a
+	// connector of its own, with no recorded position to refuse that.
+	doc.Config["offsets.storage.topic"] = fmt.Sprintf("offsets.%d", time.Now().UnixNano())
 	for k, v := range overrides {
 		if v == nil {
 			delete(doc.Config, k)

@@ -6,7 +6,11 @@ package setup
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/relay"
@@ -23,6 +27,41 @@ type Setup struct {
 	Kafka     sink.Config
 	Janitor   replication.JanitorConfig
 	Tolerance string // errors.tolerance
+	Offsets   OffsetsConfig
+}
+
+// OffsetsConfig says where the confirmed position is recorded.
+type OffsetsConfig struct {
+	Topic       string        // offsets.storage.topic, default outboxrelay-offsets
+	Replication int           // offsets.storage.replication.factor, default -1
+	Every       time.Duration // offset.flush.interval.ms, default 1 s
+	Connector   string        // the key's name: the connector's name, else topic.prefix
+}
+
+func parseOffsets(relay map[string]string, name, prefix string) (OffsetsConfig, error) {
+	c := OffsetsConfig{Topic: "outboxrelay-offsets", Replication: -1, Every: time.Second, Connector: name}
+	if c.Connector == "" {
+		c.Connector = prefix
+	}
+	if v := strings.TrimSpace(relay["offsets.storage.topic"]); v != "" {
+		c.Topic = v
+	}
+	var errs []error
+	if v := strings.TrimSpace(relay["offsets.storage.replication.factor"]); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n == 0 || n < -1 {
+			errs = append(errs, fmt.Errorf("offsets.storage.replication.factor %q: write a positive number, or -1 for the broker's default", v))
+		}
+		c.Replication = n
+	}
+	if v := strings.TrimSpace(relay["offset.flush.interval.ms"]); v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms <= 0 {
+			errs = append(errs, fmt.Errorf("offset.flush.interval.ms %q: write a positive number of milliseconds, e.g. 1000", v))
+		}
+		c.Every = time.Duration(ms) * time.Millisecond
+	}
+	return c, errors.Join(errs...)
 }
 
 // Parse validates every section of cfg before anything connects, and
@@ -44,6 +83,8 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	errs = append(errs, err)
 	jcfg, err := replication.ParseJanitorConfig(cfg.Relay)
 	errs = append(errs, err)
+	ocfg, err := parseOffsets(cfg.Relay, cfg.Name, pcfg.TopicPrefix)
+	errs = append(errs, err)
 	tolerance := cfg.Relay["errors.tolerance"]
 	_, err = relay.ParseTolerance(tolerance)
 	errs = append(errs, err)
@@ -54,7 +95,7 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Tolerance: tolerance}, nil
+	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Tolerance: tolerance, Offsets: ocfg}, nil
 }
 
 // Producer returns the Kafka producer the configuration describes.
@@ -65,4 +106,11 @@ func (s *Setup) Producer(log *slog.Logger) (*sink.Producer, error) {
 // Poison returns the poison-row policy, dead-lettering through p.
 func (s *Setup) Poison(p *sink.Producer, log *slog.Logger) (relay.Poison, error) {
 	return relay.NewPoisonPolicy(s.Tolerance, s.File.Name, p, s.Kafka.DeadLetterTopic, log)
+}
+
+// Positions returns the store of the confirmed position, in the offsets
+// topic through p.
+func (s *Setup) Positions(p *sink.Producer) relay.KafkaPositions {
+	o := s.Offsets
+	return relay.KafkaPositions{O: p.Offsets(o.Topic, o.Connector, s.Postgres.TopicPrefix, o.Replication)}
 }

@@ -1,0 +1,164 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Offsets records the position a connector last confirmed in a compacted
+// Kafka topic, keyed as Kafka Connect keys a source connector's offsets
+// (["<connector>",{"server":"<topic.prefix>"}]), with a value in the
+// shape of Debezium's PostgreSQL offsets ({"lsn":…,"lsn_commit":…,
+// "ts_usec":…}). It survives a failover of the database, which the slot
+// may not: a relay that finds its slot gone and a recorded position knows
+// that events were committed it never saw.
+type Offsets struct {
+	p           *Producer
+	topic       string
+	key         []byte
+	replication int
+}
+
+// Offset is one recorded position.
+type Offset struct {
+	LSN  uint64    // the confirmed position
+	Time time.Time // when it was recorded
+}
+
+type offsetValue struct {
+	LSN       uint64 `json:"lsn"`
+	LSNCommit uint64 `json:"lsn_commit"`
+	TsUsec    int64  `json:"ts_usec"`
+}
+
+// Offsets returns the store of connector's position in topic (created
+// compacted, with one partition and replication factor replication, -1
+// for the broker's default, when missing).
+func (p *Producer) Offsets(topic, connector, server string, replication int) *Offsets {
+	key, _ := json.Marshal([]any{connector, map[string]string{"server": server}})
+	return &Offsets{p: p, topic: topic, key: key, replication: replication}
+}
+
+// Topic names the store's topic.
+func (o *Offsets) Topic() string { return o.topic }
+
+// Key is the record key the position is kept under.
+func (o *Offsets) Key() string { return string(o.key) }
+
+// Save sends pos to the topic; ack reports Kafka's answer, as for Send.
+func (o *Offsets) Save(ctx context.Context, pos Offset, ack func(error)) error {
+	v, err := json.Marshal(offsetValue{LSN: pos.LSN, LSNCommit: pos.LSN, TsUsec: pos.Time.UnixMicro()})
+	if err != nil {
+		return fmt.Errorf("recording the position in %s: %w", o.topic, err)
+	}
+	return o.p.Send(ctx, Record{Topic: o.topic, Partition: -1, Key: o.key, Value: v, Timestamp: pos.Time}, ack)
+}
+
+// Load reads the topic to its end and returns the last position recorded
+// for this connector; found is false when there is none (a first start).
+// A missing topic is created, so that Save never waits for it.
+func (o *Offsets) Load(ctx context.Context) (pos Offset, found bool, err error) {
+	parts, err := o.p.partitionCount(ctx, o.topic, false)
+	if errors.Is(err, kafka.UnknownTopicOrPartition) {
+		return Offset{}, false, o.create(ctx)
+	}
+	if err != nil {
+		return Offset{}, false, fmt.Errorf("reading the recorded position: %w", err)
+	}
+	for part := 0; part < parts; part++ {
+		p, ok, err := o.loadPartition(ctx, part)
+		if err != nil {
+			return Offset{}, false, err
+		}
+		if ok && (!found || p.Time.After(pos.Time)) {
+			pos, found = p, true
+		}
+	}
+	return pos, found, nil
+}
+
+func (o *Offsets) create(ctx context.Context) error {
+	tc := kafka.TopicConfig{Topic: o.topic, NumPartitions: 1, ReplicationFactor: o.replication,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}}
+	res, err := o.p.client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+	if err == nil {
+		err = res.Errors[o.topic]
+	}
+	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		return fmt.Errorf("creating the offsets topic %q (offsets.storage.topic; compacted, one partition): %w", o.topic, err)
+	}
+	o.p.log.Info("created topic", "topic", o.topic, "partitions", 1, "cleanup.policy", "compact")
+	return nil
+}
+
+// loadPartition reads one partition from its first offset to its high
+// watermark and keeps the last value under the store's key.
+func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, found bool, err error) {
+	offsets, err := o.p.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+		o.topic: {kafka.FirstOffsetOf(part), kafka.LastOffsetOf(part)}}})
+	if err != nil {
+		return pos, false, fmt.Errorf("reading the recorded position: offsets of %s/%d: %w", o.topic, part, err)
+	}
+	po := offsets.Topics[o.topic][0]
+	if po.Error != nil {
+		return pos, false, fmt.Errorf("reading the recorded position: offsets of %s/%d: %w", o.topic, part, po.Error)
+	}
+	for next := po.FirstOffset; next < po.LastOffset; {
+		res, err := o.p.client.Fetch(ctx, &kafka.FetchRequest{Topic: o.topic, Partition: part, Offset: next, MaxBytes: 1 << 20, MaxWait: time.Second})
+		if err == nil {
+			err = res.Error
+		}
+		if err != nil {
+			return pos, false, fmt.Errorf("reading the recorded position from %s/%d at offset %d: %w", o.topic, part, next, err)
+		}
+		start := next
+		for {
+			r, err := res.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return pos, false, fmt.Errorf("reading the recorded position from %s/%d: %w", o.topic, part, err)
+			}
+			if r.Offset < next {
+				continue
+			}
+			next = r.Offset + 1
+			if r.Key == nil || string(readAll(r.Key)) != string(o.key) {
+				continue
+			}
+			if r.Value == nil { // a tombstone: the position was deleted
+				pos, found = Offset{}, false
+				continue
+			}
+			if pos, err = o.decode(r); err != nil {
+				return pos, false, err
+			}
+			found = true
+		}
+		if next == start { // nothing new: the rest was compacted away
+			next = res.HighWatermark
+		}
+	}
+	return pos, found, nil
+}
+
+// decode reads a recorded position.
+func (o *Offsets) decode(r *kafka.Record) (Offset, error) {
+	var v offsetValue
+	if err := json.Unmarshal(readAll(r.Value), &v); err != nil {
+		return Offset{}, fmt.Errorf("the recorded position in %s at offset %d is not JSON {\"lsn\":…}: %w", o.topic, r.Offset, err)
+	}
+	return Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec)}, nil
+}
+
+func readAll(b kafka.Bytes) []byte {
+	out, _ := io.ReadAll(b)
+	return out
+}

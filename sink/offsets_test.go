@@ -1,0 +1,54 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
+
+// TestOffsetsRoundTrip on the bed's Kafka: a first Load creates the topic
+// compacted and finds nothing; saved positions read back, the last one
+// wins, another connector's key is not ours, and a tombstone deletes it.
+func TestOffsetsRoundTrip(t *testing.T) {
+	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
+	p := newTestProducer(t, Config{Brokers: brokers})
+	topic := fmt.Sprintf("offsets-test-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o := p.Offsets(topic, "orders-outbox", "order_db", -1)
+	if _, found, err := o.Load(ctx); err != nil || found {
+		t.Fatalf("first Load: found %v, err %v; want nothing, no error", found, err)
+	}
+	if policy, err := p.TopicConfig(ctx, topic, "cleanup.policy"); err != nil || policy != "compact" {
+		t.Fatalf("the offsets topic's cleanup.policy is %q (%v); want compact", policy, err)
+	}
+	other := p.Offsets(topic, "another-connector", "order_db", -1)
+	a := newAcks()
+	for i, pos := range []uint64{0x100, 0x200, 0x300} {
+		if err := o.Save(ctx, Offset{LSN: pos, Time: time.UnixMicro(int64(1000 + i))}, a.cb(fmt.Sprint(pos))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.Save(ctx, Offset{LSN: 0x999, Time: time.UnixMicro(5000)}, a.cb("other")); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, p, 30*time.Second)
+	pos, found, err := p.Offsets(topic, "orders-outbox", "order_db", -1).Load(ctx)
+	if err != nil || !found || pos.LSN != 0x300 || pos.Time.UnixMicro() != 1002 {
+		t.Fatalf("Load = %+v, found %v, err %v; want the last saved position 0x300", pos, found, err)
+	}
+	if o.Key() != `["orders-outbox",{"server":"order_db"}]` {
+		t.Errorf("key %s; want Connect's source offset key", o.Key())
+	}
+	if err := p.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte(o.Key())}, a.cb("tombstone")); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, p, 30*time.Second)
+	if _, found, err := o.Load(ctx); err != nil || found {
+		t.Fatalf("Load after a tombstone: found %v, err %v; want nothing", found, err)
+	}
+}
