@@ -9,6 +9,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/certerr"
 	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
 // States the relay reports through Observer.State; the source reports its
@@ -60,7 +61,8 @@ func (r *relay) retry(ctx context.Context) error {
 }
 
 // retryable decides, in one place, whether an error ends the relay or only
-// the session. A poison row and a record the sink gave up on are final
+// the session. A poison row, a record the sink gave up on and an offsets
+// topic that cannot be used are final
 // (the sink already retries transient Kafka errors forever; checked before
 // the source's rule, because kafka-go's error codes look like network
 // errors), and so is a certificate that does not verify. The source rules
@@ -68,7 +70,7 @@ func (r *relay) retry(ctx context.Context) error {
 // configuration, permission and data errors are not.
 func (r *relay) retryable(err error) bool {
 	var rowErr *router.RowError
-	if err == nil || errors.As(err, &rowErr) || errors.Is(err, ErrRecordFailed) || certerr.Failed(err) {
+	if err == nil || errors.As(err, &rowErr) || errors.Is(err, ErrRecordFailed) || errors.Is(err, sink.ErrOffsetsUnusable) || certerr.Failed(err) {
 		return false
 	}
 	return r.opt.Source.Retryable(err)

@@ -25,6 +25,20 @@ type Offsets struct {
 	replication int
 }
 
+// ErrOffsetsUnusable: the offsets topic cannot be read or created, and
+// waiting will not help (credentials, authorization, a record that is not
+// a position); the error says what to fix.
+var ErrOffsetsUnusable = errors.New("offsets topic unusable")
+
+// fail classifies an error of Load as the producer classifies a failed
+// produce, and adds the fix where a config change cures it.
+func (o *Offsets) fail(err error) error {
+	if !retryable(err) || authFailure(err) {
+		return fmt.Errorf("%w: %w", ErrOffsetsUnusable, explain(err))
+	}
+	return explain(err)
+}
+
 // Offset is one recorded position.
 type Offset struct {
 	LSN  uint64    // the confirmed position
@@ -64,12 +78,20 @@ func (o *Offsets) Save(ctx context.Context, pos Offset, ack func(error)) error {
 // for this connector; found is false when there is none (a first start).
 // A missing topic is created, so that Save never waits for it.
 func (o *Offsets) Load(ctx context.Context) (pos Offset, found bool, err error) {
+	pos, found, err = o.load(ctx)
+	if err != nil {
+		return Offset{}, false, o.fail(err)
+	}
+	return pos, found, nil
+}
+
+func (o *Offsets) load(ctx context.Context) (pos Offset, found bool, err error) {
 	parts, err := o.p.partitionCount(ctx, o.topic, false)
 	if errors.Is(err, kafka.UnknownTopicOrPartition) {
 		return Offset{}, false, o.create(ctx)
 	}
 	if err != nil {
-		return Offset{}, false, fmt.Errorf("reading the recorded position: %w", err)
+		return Offset{}, false, err
 	}
 	for part := 0; part < parts; part++ {
 		p, ok, err := o.loadPartition(ctx, part)
@@ -103,11 +125,11 @@ func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, foun
 	offsets, err := o.p.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
 		o.topic: {kafka.FirstOffsetOf(part), kafka.LastOffsetOf(part)}}})
 	if err != nil {
-		return pos, false, fmt.Errorf("reading the recorded position: offsets of %s/%d: %w", o.topic, part, err)
+		return pos, false, fmt.Errorf("offsets of %s/%d: %w", o.topic, part, err)
 	}
 	po := offsets.Topics[o.topic][0]
 	if po.Error != nil {
-		return pos, false, fmt.Errorf("reading the recorded position: offsets of %s/%d: %w", o.topic, part, po.Error)
+		return pos, false, fmt.Errorf("offsets of %s/%d: %w", o.topic, part, po.Error)
 	}
 	for next := po.FirstOffset; next < po.LastOffset; {
 		res, err := o.p.client.Fetch(ctx, &kafka.FetchRequest{Topic: o.topic, Partition: part, Offset: next, MaxBytes: 1 << 20, MaxWait: time.Second})
@@ -115,7 +137,7 @@ func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, foun
 			err = res.Error
 		}
 		if err != nil {
-			return pos, false, fmt.Errorf("reading the recorded position from %s/%d at offset %d: %w", o.topic, part, next, err)
+			return pos, false, fmt.Errorf("reading %s/%d at offset %d: %w", o.topic, part, next, err)
 		}
 		start := next
 		for {
@@ -124,7 +146,7 @@ func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, foun
 				break
 			}
 			if err != nil {
-				return pos, false, fmt.Errorf("reading the recorded position from %s/%d: %w", o.topic, part, err)
+				return pos, false, fmt.Errorf("reading %s/%d: %w", o.topic, part, err)
 			}
 			if r.Offset < next {
 				continue
@@ -153,7 +175,7 @@ func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, foun
 func (o *Offsets) decode(r *kafka.Record) (Offset, error) {
 	var v offsetValue
 	if err := json.Unmarshal(readAll(r.Value), &v); err != nil {
-		return Offset{}, fmt.Errorf("the recorded position in %s at offset %d is not JSON {\"lsn\":…}: %w", o.topic, r.Offset, err)
+		return Offset{}, fmt.Errorf("%w: the recorded position in %s at offset %d is not JSON {\"lsn\":…}: %w", ErrOffsetsUnusable, o.topic, r.Offset, err)
 	}
 	return Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec)}, nil
 }

@@ -36,6 +36,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	set, err := setup.Parse(cfg, log)
+	if err == nil {
+		_, err = set.Kafka.Dialer() // TLS and SASL settings usable
+	}
 	if err != nil {
 		return usageError{errors.New(cfg.Scrub(err.Error()))}
 	}

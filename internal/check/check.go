@@ -74,6 +74,12 @@ type checker struct {
 	largest map[string]int
 }
 
+func (c *checker) add(fs ...replication.Finding) {
+	for _, f := range fs {
+		c.results = append(c.results, Result{Name: f.Name, OK: f.OK, Detail: f.Detail, Fix: f.Fix})
+	}
+}
+
 func (c *checker) pass(name, detail string) {
 	c.results = append(c.results, Result{Name: name, OK: true, Detail: detail})
 }
@@ -122,12 +128,13 @@ func (c *checker) postgres(ctx context.Context) {
 		c.fail("server settings", err.Error(), "")
 		return
 	}
-	// The same findings that stop run.
-	for _, f := range set.Findings(cfg) {
-		c.results = append(c.results, Result{Name: f.Name, OK: f.OK, Detail: f.Detail, Fix: f.Fix})
-	}
+	// The same findings that stop run: version and wal_level, then the
+	// capacity, then the role's REPLICATION attribute.
+	findings := set.Findings(cfg)
+	c.add(findings[:2]...)
 	slot, slotErr := replication.InspectSlot(ctx, conn, cfg.Slot)
 	c.capacity(ctx, set.MaxSlots, set.MaxSenders, slot)
+	c.add(findings[2:]...)
 	if !c.findTables(ctx) {
 		return
 	}
