@@ -277,3 +277,10 @@ func TestDeleteProcessed(t *testing.T) {
 		t.Error("DeleteProcessed with olderThan 0 succeeded; want an error")
 	}
 }
+
+// TestExamples runs the example that needs the bed.
+func TestExamples(t *testing.T) {
+	if got, want := testbed.RunExample(t, Example), "points 42, applied 1, duplicates 1\n"; got != want {
+		t.Errorf("Example printed %q, want %q", got, want)
+	}
+}

@@ -258,3 +258,12 @@ func checkColumnError(t *testing.T, name string, err error, column, want string)
 		t.Errorf("%s: err %q (column %q), want one naming column %q and saying %q", name, err, ce.Column, column, want)
 	}
 }
+
+// TestExamples runs the examples that need PostgreSQL.
+func TestExamples(t *testing.T) {
+	got := testbed.RunExample(t, Example)
+	want := `1 order.placed {"order_id": "0190b1a8-4c1e-7000-8000-000000000001", "customer_id": "0190b1a8-4c1e-7000-8000-0000000000c1", "total_cents": 4200}` + "\n"
+	if got != want {
+		t.Errorf("Example printed\n%s\nwant\n%s", got, want)
+	}
+}
