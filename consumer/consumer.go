@@ -101,8 +101,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 		SessionTimeout:    c.cfg.SessionTimeout,
 		HeartbeatInterval: c.cfg.SessionTimeout / 5,
 		RebalanceTimeout:  c.cfg.SessionTimeout,
-		MaxWait:           500 * time.Millisecond,
-		ErrorLogger:       kafka.LoggerFunc(func(f string, a ...any) { c.cfg.Logger.Warn(fmt.Sprintf(f, a...)) }),
+		// Close waits for the fetches in flight, each up to MaxWait: a
+		// short one keeps a stop quick.
+		MaxWait:     time.Second,
+		ErrorLogger: kafka.LoggerFunc(c.logReaderError),
 	})
 	defer r.Close()
 	for {
@@ -120,6 +122,18 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// logReaderError logs kafka-go's reader errors, except the read timeout
+// at the end of an idle partition: kafka-go sets the connection's deadline
+// to MaxWait, the time the broker may hold the fetch too, so it fires
+// routinely and the reader simply fetches again.
+func (c *Consumer) logReaderError(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if strings.HasSuffix(msg, "i/o timeout") {
+		return
+	}
+	c.cfg.Logger.Warn("consumer: "+msg, "consumer", c.cfg.Name)
 }
 
 // process applies one message and commits its offset.

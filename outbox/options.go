@@ -170,3 +170,20 @@ func tableFromIncludeList(list string) (string, error) {
 	// the separator; both spellings name the same table.
 	return strings.Replace(entries[0], `\.`, ".", 1), nil
 }
+
+// Topic returns the topic the relay sends an event with this route value
+// (Event.AggregateType) to, by the same route.topic.regex and
+// route.topic.replacement, so a consumer can find its topic from the
+// connector JSON too. o must be validated (LoadOptions, ParseOptions and
+// Validate do that).
+func (o Options) Topic(route string) (string, error) {
+	r, err := router.New(o.routerConfig(), nil)
+	if err != nil {
+		return "", fmt.Errorf("outbox: %w", err)
+	}
+	topic, err := r.Topic([]byte(route))
+	if err != nil {
+		return "", fmt.Errorf("outbox: route value %q: %w", route, err)
+	}
+	return topic, nil
+}

@@ -86,3 +86,18 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestOptionsTopic(t *testing.T) {
+	o, err := outbox.LoadOptions("../testdata/article/connector.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for route, want := range map[string]string{"order.placed": "order", "payment.captured.late": "payment", "customer": "customer"} {
+		if got, err := o.Topic(route); err != nil || got != want {
+			t.Errorf("Topic(%q) = %q, %v; want %q", route, got, err, want)
+		}
+	}
+	if _, err := o.Topic("no spaces.x"); err == nil {
+		t.Error("Topic of a route giving an illegal topic name succeeded")
+	}
+}
