@@ -91,16 +91,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if dlq != nil {
 		defer dlq.Close()
 	}
+	if err := c.waitForTopics(ctx); err != nil {
+		return err
+	}
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           c.cfg.Brokers,
-		GroupID:           c.cfg.Name,
-		GroupTopics:       c.cfg.Topics,
-		Dialer:            c.cfg.Dialer,
-		StartOffset:       kafka.FirstOffset,
-		CommitInterval:    0, // synchronous: CommitMessages returns after the broker stored it
-		SessionTimeout:    c.cfg.SessionTimeout,
-		HeartbeatInterval: c.cfg.SessionTimeout / 5,
-		RebalanceTimeout:  c.cfg.SessionTimeout,
+		Brokers:     c.cfg.Brokers,
+		GroupID:     c.cfg.Name,
+		GroupTopics: c.cfg.Topics,
+		Dialer:      c.cfg.Dialer,
+		StartOffset: kafka.FirstOffset,
+		// Partitions added to a topic later join the assignment.
+		WatchPartitionChanges: true,
+		CommitInterval:        0, // synchronous: CommitMessages returns after the broker stored it
+		SessionTimeout:        c.cfg.SessionTimeout,
+		HeartbeatInterval:     c.cfg.SessionTimeout / 5,
+		RebalanceTimeout:      c.cfg.SessionTimeout,
 		// Close waits for the fetches in flight, each up to MaxWait: a
 		// short one keeps a stop quick.
 		MaxWait:     time.Second,
@@ -122,6 +127,57 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// waitForTopics waits until every topic exists. A group that joins before
+// its topic exists is assigned nothing and stays so: the relay creates a
+// topic with its first event, which may come after the consumer starts.
+func (c *Consumer) waitForTopics(ctx context.Context) error {
+	dialer := c.cfg.Dialer
+	if dialer == nil {
+		dialer = kafka.DefaultDialer
+	}
+	for attempt := 1; ; attempt++ {
+		missing, err := c.missingTopics(ctx, dialer)
+		if err == nil && len(missing) == 0 {
+			return nil
+		}
+		if attempt == 1 || attempt%30 == 0 {
+			c.cfg.Logger.Warn("consumer: waiting for the topics to exist", "consumer", c.cfg.Name, "missing", missing, "err", err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil // stopped before starting
+		}
+	}
+}
+
+func (c *Consumer) missingTopics(ctx context.Context, dialer *kafka.Dialer) ([]string, error) {
+	var lastErr error
+	for _, b := range c.cfg.Brokers {
+		conn, err := dialer.DialContext(ctx, "tcp", b)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		parts, err := conn.ReadPartitions()
+		conn.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		have := map[string]bool{}
+		for _, p := range parts {
+			have[p.Topic] = true
+		}
+		var missing []string
+		for _, t := range c.cfg.Topics {
+			if !have[t] {
+				missing = append(missing, t)
+			}
+		}
+		return missing, nil
+	}
+	return c.cfg.Topics, lastErr
 }
 
 // logReaderError logs kafka-go's reader errors, except the read timeout
