@@ -38,6 +38,13 @@ func report(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("orders committed: %d; events in the outbox: %d; events applied (processed_events): %d\n", orders, events, processed)
+	if len(e.brokers) > 0 {
+		relayed, err := topicRecords(ctx, e)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("events relayed (records in %s): %d\n", e.topic, relayed)
+	}
 	fmt.Printf("loyalty points: %d, committed orders' points: %d; customers: %d, with wrong points: %d\n", points, expected, customers, wrong)
 	if points != expected || wrong != 0 || processed != orders || events != orders {
 		return errors.New("totals disagree")
@@ -96,4 +103,35 @@ func reset(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("reset: group %s to the earliest offsets of %s (%d partitions)\n", groupName, e.topic, len(commits))
 	return nil
+}
+
+// topicRecords counts the records in the loyalty topic: the relay's
+// deliveries, duplicates after a relay crash included.
+func topicRecords(ctx context.Context, e *env) (int64, error) {
+	conn, err := kafka.Dial("tcp", e.brokers[0])
+	if err != nil {
+		return 0, err
+	}
+	parts, err := conn.ReadPartitions(e.topic)
+	conn.Close()
+	if err != nil {
+		return 0, fmt.Errorf("reading the partitions of %s: %w", e.topic, err)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, p := range parts {
+		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	client := &kafka.Client{Addr: kafka.TCP(e.brokers...), Timeout: 10 * time.Second}
+	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{e.topic: reqs}})
+	if err != nil {
+		return 0, fmt.Errorf("listing the offsets of %s: %w", e.topic, err)
+	}
+	var n int64
+	for _, p := range res.Topics[e.topic] {
+		if p.Error != nil {
+			return 0, fmt.Errorf("offsets of %s/%d: %w", e.topic, p.Partition, p.Error)
+		}
+		n += p.LastOffset - p.FirstOffset
+	}
+	return n, nil
 }
