@@ -284,3 +284,24 @@ func TestExamples(t *testing.T) {
 		t.Errorf("Example printed %q, want %q", got, want)
 	}
 }
+
+// TestTopicCreatedAfterStart pins a bug: a consumer started before the
+// relay had created its topic joined the group with no partitions and
+// never consumed anything, not even after the topic appeared.
+func TestTopicCreatedAfterStart(t *testing.T) {
+	b := newBed(t, 1)
+	topic := b.topic + ".later"
+	c, err := consumer.New(consumer.Config{Name: b.topic, Brokers: []string{b.brokers}, Topics: []string{topic},
+		ProcessedTable: b.schema + ".processed_events"}, b.pool, recordApplied(b.schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, _ := runConsumer(t, c)
+	time.Sleep(2 * time.Second) // the consumer is up before the topic
+	createTopic(t, b.brokers, topic, 2)
+	produce(t, b.brokers, topic, event("a", "k1", 1), event("b", "k2", 2))
+	waitFor(t, 60*time.Second, "both events applied", func() bool { return c.Stats().Applied == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
