@@ -82,44 +82,9 @@ func TestArticleSchema(t *testing.T) {
 	startRelay(t, cfg)
 	f.waitStreaming(t)
 
-	opts, err := outbox.LoadOptions(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	w, err := outbox.New(ctx, f.admin, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	types := []string{"order.placed", "order.paid", "payment.captured", "order.shipped.late", "payment"}
+	want, perTopic := writeArticleEvents(t, f, cfg, types)
 	wantTopic := map[string]string{"order": f.name + "_order", "payment": f.name + "_payment"}
-	for i, typ := range types {
-		err := pgx.BeginFunc(ctx, f.admin, func(tx pgx.Tx) error {
-			return w.Write(ctx, tx, outbox.Event{AggregateType: f.name + "_" + typ, AggregateID: outbox.NewID(),
-				Payload: map[string]any{"n": i, "type": typ, "note": "  spaced  "}})
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows, err := f.admin.Query(ctx, `SELECT id::text, aggregate_id::text, type, payload::text FROM `+f.name+`.events_outbox ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type row struct{ id, agg, typ, payload string }
-	want := map[string]row{} // by event_id
-	perTopic := map[string]int{}
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.id, &r.agg, &r.typ, &r.payload); err != nil {
-			t.Fatal(err)
-		}
-		want[r.id] = r
-		perTopic[f.name+"_"+strings.SplitN(strings.TrimPrefix(r.typ, f.name+"_"), ".", 2)[0]]++
-	}
-	if rows.Err() != nil || len(want) != len(types) {
-		t.Fatalf("%d rows (%v), want %d", len(want), rows.Err(), len(types))
-	}
 
 	seen := 0
 	for prefix, topic := range wantTopic {
@@ -152,4 +117,50 @@ func TestArticleSchema(t *testing.T) {
 	if seen != len(types) {
 		t.Errorf("%d records in all, want %d", seen, len(types))
 	}
+}
+
+// articleRow is one events_outbox row as text.
+type articleRow struct{ id, agg, typ, payload string }
+
+// writeArticleEvents writes one event per type with package outbox, names
+// from the connector JSON, each route value prefixed with the fixture's
+// name; it returns the rows by id and how many records each topic gets.
+func writeArticleEvents(t *testing.T, f *fixture, cfg string, types []string) (map[string]articleRow, map[string]int) {
+	t.Helper()
+	opts, err := outbox.LoadOptions(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	w, err := outbox.New(ctx, f.admin, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, typ := range types {
+		err := pgx.BeginFunc(ctx, f.admin, func(tx pgx.Tx) error {
+			return w.Write(ctx, tx, outbox.Event{AggregateType: f.name + "_" + typ, AggregateID: outbox.NewID(),
+				Payload: map[string]any{"n": i, "type": typ, "note": "  spaced  "}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := f.admin.Query(ctx, `SELECT id::text, aggregate_id::text, type, payload::text FROM `+f.name+`.events_outbox ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]articleRow{}
+	perTopic := map[string]int{}
+	for rows.Next() {
+		var r articleRow
+		if err := rows.Scan(&r.id, &r.agg, &r.typ, &r.payload); err != nil {
+			t.Fatal(err)
+		}
+		want[r.id] = r
+		perTopic[f.name+"_"+strings.SplitN(strings.TrimPrefix(r.typ, f.name+"_"), ".", 2)[0]]++
+	}
+	if rows.Err() != nil || len(want) != len(types) {
+		t.Fatalf("%d rows (%v), want %d", len(want), rows.Err(), len(types))
+	}
+	return want, perTopic
 }

@@ -100,23 +100,46 @@ func TestOrdersExample(t *testing.T) {
 	f := newFixture(t, "orders")
 	ex := newOrdersExample(t, f)
 	topic := f.name + ".order"
+	rolledBackFile := filepath.Join(t.TempDir(), "rolled-back")
+	loyalty := placeOrdersUnderFaults(t, f, ex, rolledBackFile)
+	loyalty.stop(t, 30*time.Second)
+
+	committedOrders := f.count(t, `SELECT count(*) FROM `+f.name+`.orders`)
+	rolledBack := readLines(t, rolledBackFile)
+	t.Logf("%d orders committed, %d rolled back", committedOrders, len(rolledBack))
+	if committedOrders+len(rolledBack) != 2000 || len(rolledBack) < 100 || len(rolledBack) > 300 {
+		t.Fatalf("%d committed + %d rolled back; want 2000 in all, about 10%% rolled back", committedOrders, len(rolledBack))
+	}
+	checkOrderTotals(t, f, committedOrders)
+	records := checkRelayedOrders(t, topic, committedOrders, rolledBack)
+
+	// Replay: the group from the earliest offsets; every record is a
+	// duplicate and nothing changes.
+	ex.run(t, "reset")
+	replay := ex.start(t, "loyalty-replay", nil, "loyalty")
+	waitGroupAtEnd(t, topic, 90*time.Second)
+	replay.stop(t, 30*time.Second)
+	m := regexp.MustCompile(`points applied for (\d+) events, (\d+) duplicates skipped`).FindStringSubmatch(replay.log())
+	if m == nil || m[1] != "0" || m[2] != strconv.Itoa(records) {
+		t.Fatalf("replay: %q; want 0 applied and %d duplicates", m, records)
+	}
+	checkOrderTotals(t, f, committedOrders)
+	t.Log(strings.TrimSpace(ex.run(t, "report")))
+}
+
+// placeOrdersUnderFaults runs the relay, the loyalty consumer and 2,000
+// orders from 4 writers; it SIGKILLs the relay twice while the orders are
+// written and the consumer 3 times (first by its own hook, between the
+// commit of its 300th event and that event's offset commit), and returns
+// the consumer that is running when every committed order is processed.
+func placeOrdersUnderFaults(t *testing.T, f *fixture, ex *ordersExample, rolledBackFile string) *relayProc {
+	t.Helper()
 	relay := startRelay(t, ex.cfg)
 	f.waitStreaming(t)
-
 	loyalty := ex.start(t, "loyalty", []string{"LOYALTY_CRASH_AFTER=300"}, "loyalty")
-	rolledBackFile := filepath.Join(t.TempDir(), "rolled-back")
 	place := ex.start(t, "place", nil, "place", "--orders", "2000", "--writers", "4", "--pause", "4ms", "--rolled-back-out", rolledBackFile)
-
-	count := func(sql string) int {
-		t.Helper()
-		var n int
-		if err := f.admin.QueryRow(context.Background(), sql).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-		return n
-	}
-	orders := func() int { return count(`SELECT count(*) FROM ` + f.name + `.orders`) }
-	processed := func() int { return count(`SELECT count(*) FROM ` + f.name + `.processed_events`) }
+	orders := func() int { return f.count(t, `SELECT count(*) FROM `+f.name+`.orders`) }
+	processed := func() int { return f.count(t, `SELECT count(*) FROM `+f.name+`.processed_events`) }
 
 	relayKills, consumerKills := 0, 0
 	hookSeen, placed := false, false
@@ -131,7 +154,6 @@ func TestOrdersExample(t *testing.T) {
 			}
 			placed = true
 		}
-		// The relay dies twice while orders are written.
 		if n := orders(); relayKills < 2 && n >= 600*(relayKills+1) {
 			relay.signal(t, syscall.SIGKILL)
 			relay.wait(t, 10*time.Second)
@@ -139,8 +161,6 @@ func TestOrdersExample(t *testing.T) {
 			t.Logf("relay SIGKILL %d at %d orders", relayKills, n)
 			relay = startRelay(t, ex.cfg)
 		}
-		// The consumer kills itself between commit and offset commit,
-		// then is killed twice more from outside.
 		if !hookSeen && loyalty.exited() {
 			if code := loyalty.wait(t, time.Second); code != -1 || !strings.Contains(loyalty.log(), "SIGKILL after committing event") {
 				t.Fatalf("the first consumer ended with code %d, not by its crash hook:\n%s", code, loyalty.logTail(20))
@@ -161,17 +181,14 @@ func TestOrdersExample(t *testing.T) {
 	if relayKills != 2 {
 		t.Fatalf("the relay was killed %d times, want 2 (orders were written too fast?)", relayKills)
 	}
-	loyalty.stop(t, 30*time.Second)
-	committedOrders := orders()
-	rolledBack := readLines(t, rolledBackFile)
-	t.Logf("%d orders committed, %d rolled back", committedOrders, len(rolledBack))
-	if committedOrders+len(rolledBack) != 2000 || len(rolledBack) < 100 || len(rolledBack) > 300 {
-		t.Fatalf("%d committed + %d rolled back; want 2000 in all, about 10%% rolled back", committedOrders, len(rolledBack))
-	}
-	checkOrderTotals(t, f, committedOrders)
+	return loyalty
+}
 
-	// Every record in Kafka is a committed order's event; relay restarts
-	// may have sent some twice.
+// checkRelayedOrders checks that every record in topic is a committed
+// order's event, each event there at least once (relay restarts may have
+// sent some twice), and returns the number of records.
+func checkRelayedOrders(t *testing.T, topic string, committedOrders int, rolledBack []string) int {
+	t.Helper()
 	recs := testbed.Consume(t, topic, nil, committedOrders, 60*time.Second, time.Second)
 	rolled := map[string]bool{}
 	for _, id := range rolledBack {
@@ -194,19 +211,17 @@ func TestOrdersExample(t *testing.T) {
 		t.Errorf("%d distinct event ids in %d records, want %d", len(ids), len(recs), committedOrders)
 	}
 	t.Logf("%d records relayed for %d events", len(recs), len(ids))
+	return len(recs)
+}
 
-	// Replay: the group from the earliest offsets; every record is a
-	// duplicate and nothing changes.
-	ex.run(t, "reset")
-	replay := ex.start(t, "loyalty-replay", nil, "loyalty")
-	waitGroupAtEnd(t, topic, 90*time.Second)
-	replay.stop(t, 30*time.Second)
-	m := regexp.MustCompile(`points applied for (\d+) events, (\d+) duplicates skipped`).FindStringSubmatch(replay.log())
-	if m == nil || m[1] != "0" || m[2] != strconv.Itoa(len(recs)) {
-		t.Fatalf("replay: %q; want 0 applied and %d duplicates", m, len(recs))
+// count runs a query that returns one integer.
+func (f *fixture) count(t *testing.T, sql string) int {
+	t.Helper()
+	var n int
+	if err := f.admin.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
-	checkOrderTotals(t, f, committedOrders)
-	t.Log(strings.TrimSpace(ex.run(t, "report")))
+	return n
 }
 
 // checkOrderTotals checks loyalty_points against the committed orders and
