@@ -11,7 +11,7 @@ import (
 
 // printSQL prints the DDL kept in sql/, in the order to run it: the outbox
 // table for the PostgreSQL major given by --pg-version, the least-privilege
-// role, the publication, and the clean-up script.
+// role, the publication, the clean-up script, and the consumers' processed_events table.
 func printSQL(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("sql", flag.ContinueOnError)
 	fl.SetOutput(stderr)
@@ -27,7 +27,7 @@ func printSQL(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("sql: --pg-version %d: outboxrelay needs PostgreSQL 13 or newer", *pgVersion)}
 	}
-	for _, name := range []string{outbox, "role.sql", "publication.sql", "cleanup.sql"} {
+	for _, name := range []string{outbox, "role.sql", "publication.sql", "cleanup.sql", "processed_events.sql"} {
 		b, err := fs.ReadFile(ddl.Files, name)
 		if err != nil {
 			return fmt.Errorf("sql: %w", err)

@@ -30,15 +30,27 @@ func startRelay(t *testing.T, cfg string) *relayProc {
 	if relayBinary == "" {
 		t.Fatal("the relay binary was not built (TestMain builds it only when the bed's variables are set)")
 	}
-	logFile, err := os.CreateTemp(t.TempDir(), "relay-*.log")
+	return startProcess(t, "relay", nil, relayBinary, "run", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--log-format", "text")
+}
+
+// startProcess runs bin with args, and env added to the test's
+// environment, its output in a log file of the test's temporary
+// directory. Cleanup kills it if it still runs and prints its log, under
+// name, when the test failed.
+func startProcess(t *testing.T, name string, env []string, bin string, args ...string) *relayProc {
+	t.Helper()
+	logFile, err := os.CreateTemp(t.TempDir(), name+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(relayBinary, "run", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--log-format", "text")
+	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		t.Fatalf("starting the relay: %v", err)
+		t.Fatalf("starting the %s: %v", name, err)
 	}
 	r := &relayProc{cmd: cmd, logPath: logFile.Name(), done: make(chan struct{})}
 	go func() {
@@ -54,7 +66,7 @@ func startRelay(t *testing.T, cfg string) *relayProc {
 			<-r.done
 		}
 		if t.Failed() {
-			t.Logf("relay (pid %d) log %s, last lines:\n%s", cmd.Process.Pid, r.logPath, r.logTail(100))
+			t.Logf("%s (pid %d) log %s, last lines:\n%s", name, cmd.Process.Pid, r.logPath, r.logTail(100))
 		}
 	})
 	return r

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -213,4 +215,31 @@ func fetch(t testing.TB, brokers, topic string, partition int, offset int64) []k
 		t.Fatalf("fetching %s/%d from %d: %v", topic, partition, offset, err)
 	}
 	return out
+}
+
+// RunExample runs an Example function that needs the bed (one without an
+// `// Output:` comment, which go test only compiles) and returns what it
+// printed. The example reads DATABASE_URL and KAFKA_BROKERS, as a program
+// would; they are set from the bed for the call.
+func RunExample(t *testing.T, example func()) string {
+	t.Helper()
+	t.Setenv("DATABASE_URL", Postgres(t))
+	t.Setenv("KAFKA_BROKERS", KafkaBrokers(t))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	out := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		out <- string(b)
+	}()
+	func() {
+		defer func() { os.Stdout = stdout }()
+		example()
+	}()
+	w.Close()
+	return <-out
 }

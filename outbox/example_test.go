@@ -1,0 +1,93 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/outbox"
+)
+
+// OrderPlaced is the event's payload: everything a consumer needs, so it
+// never calls back for the order's current state.
+type OrderPlaced struct {
+	OrderID    string `json:"order_id"`
+	CustomerID string `json:"customer_id"`
+	TotalCents int    `json:"total_cents"`
+}
+
+// The whole producer side: one transaction writes the order and its event,
+// so the event exists exactly when the order does. The table is the
+// polling article's events_outbox; its names come from the connector JSON
+// outboxrelay runs with. (TestExamples runs this against the test bed, with
+// DATABASE_URL set.)
+func Example() {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, ddl := range []string{
+		`DROP SCHEMA IF EXISTS example_outbox CASCADE`,
+		`CREATE SCHEMA example_outbox`,
+		`CREATE TABLE example_outbox.orders (id uuid PRIMARY KEY, customer_id uuid NOT NULL, total_cents int NOT NULL)`,
+		`CREATE TABLE example_outbox.events_outbox (id bigserial PRIMARY KEY, aggregate_id uuid NOT NULL, type text NOT NULL,
+			payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), dispatched_at timestamptz)`,
+	} {
+		if _, err := conn.Exec(ctx, ddl); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// Once, at start-up: the relay's connector JSON names table and columns.
+	opts, err := outbox.LoadOptions("../testdata/article/connector.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	opts.Table = "example_outbox.events_outbox" // this example's own schema
+	w, err := outbox.New(ctx, conn, opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Per order: the business row and the event in one transaction.
+	order := OrderPlaced{OrderID: "0190b1a8-4c1e-7000-8000-000000000001", CustomerID: "0190b1a8-4c1e-7000-8000-0000000000c1", TotalCents: 4200}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO example_outbox.orders VALUES ($1, $2, $3)`, order.OrderID, order.CustomerID, order.TotalCents); err != nil {
+			return err // the event is rolled back with the order
+		}
+		return w.Write(ctx, tx, outbox.Event{
+			AggregateType: "order.placed", // topic "order"
+			AggregateID:   order.OrderID,  // record key
+			Payload:       order,          // marshalled now, relayed as is
+		})
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var id int64
+	var typ, payload string
+	if err := conn.QueryRow(ctx, `SELECT id, type, payload::text FROM example_outbox.events_outbox`).Scan(&id, &typ, &payload); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(id, typ, payload)
+	_, _ = conn.Exec(ctx, `DROP SCHEMA example_outbox CASCADE`)
+}
+
+// The connector JSON the relay reads gives the producer its names.
+func ExampleParseOptions() {
+	opts, err := outbox.LoadOptions("../testdata/article/connector.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("table:", opts.Table)
+	fmt.Println("id:", opts.IDColumn, "key:", opts.KeyColumn, "route:", opts.RouteColumn, "payload:", opts.PayloadColumn)
+	// Output:
+	// table: public.events_outbox
+	// id: id key: aggregate_id route: type payload: payload
+}
