@@ -16,6 +16,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
+
+	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
 // Defaults. Where they differ from the Java producer's, the field doc says why.
@@ -201,11 +203,7 @@ func ParseConfig(kv map[string]string) (Config, error) {
 	p := parser{kv: kv}
 
 	if v, ok := p.get(KeyBootstrapServers); ok {
-		for _, b := range strings.Split(v, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				c.Brokers = append(c.Brokers, b)
-			}
-		}
+		c.Brokers = textlist.Split(v)
 	}
 	c.ClientID, _ = p.get(KeyClientID)
 	if v, ok := p.get(KeyAcks); ok && v != "all" && v != "-1" {
