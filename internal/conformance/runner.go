@@ -91,7 +91,13 @@ func (e *Env) run(ctx context.Context, c *Case, n names) (dbz, rly []Record, err
 	if err := runSteps(ctx, e.PGURL, n.schema, c); err != nil {
 		return nil, nil, err
 	}
+	return e.collect(ctx, c, n, relay)
+}
 
+// collect reads both sides' topics until each has the case's records and
+// then Quiet more (for records that should not be there), or until
+// Timeout; it stops early when either side failed.
+func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc) (dbz, rly []Record, err error) {
 	deadline := time.Now().Add(e.Timeout)
 	var quietUntil time.Time
 	for {
