@@ -36,3 +36,25 @@ func TestRouteAllocations(t *testing.T) {
 		t.Errorf("%v allocations per row, want at most 1 (the EventID string)", allocs)
 	}
 }
+
+// BenchmarkAppendCompactJSON compacts a nested payload of every JSON kind,
+// the work JSON expansion does per row.
+func BenchmarkAppendCompactJSON(b *testing.B) {
+	src := []byte(`{"orderId": 9191642889, "payableAmount": 199.00, "customer": {"id": "c-1", "tags": ["a", "b\"c", []], "vip": true},
+	  "lines": [{"sku": "X1", "qty": 2, "price": 1.5e2}, {"sku": "Y2", "qty": 1, "price": -0.25, "note": null}], "paid": false}`)
+	dst := make([]byte, 0, 512)
+	stack := make([]byte, 0, 16)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(src)))
+	cpu := processCPU()
+	for b.Loop() {
+		var err error
+		dst, stack, err = appendCompactJSON(dst[:0], src, stack)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if used := processCPU() - cpu; used > 0 {
+		b.ReportMetric(float64(used)/float64(b.N), "cpu-ns/op")
+	}
+}

@@ -102,12 +102,12 @@ func appendJSONValue(dst []byte, v Value, decimalMode string, scratch *[]byte) (
 		if end, ok := scanNumber(v.Text, 0); ok && end == len(v.Text) {
 			return append(dst, v.Text...), nil
 		}
-		return appendJSONString(dst, v.Text), nil
+		return AppendJSONString(dst, v.Text), nil
 	case oidNumeric:
 		if end, ok := scanNumber(v.Text, 0); decimalMode == "double" && ok && end == len(v.Text) {
 			return append(dst, v.Text...), nil
 		}
-		return appendJSONString(dst, v.Text), nil
+		return AppendJSONString(dst, v.Text), nil
 	case oidBool:
 		return appendBool(dst, v.Text)
 	case oidBytea, oidUUID:
@@ -115,18 +115,22 @@ func appendJSONValue(dst []byte, v Value, decimalMode string, scratch *[]byte) (
 		dst, err := appendText(dst, v, scratch)
 		return append(dst, '"'), err
 	}
-	return appendJSONString(dst, v.Text), nil
+	return AppendJSONString(dst, v.Text), nil
 }
 
-// appendJSONString appends s as a JSON string literal escaped the way
-// Jackson (inside JsonConverter) escapes: \" \\ \b \t \n \f \r, other
-// control characters as \u00XX with upper-case hex, everything else
-// (including '/' and non-ASCII UTF-8) as is.
-func appendJSONString(dst, s []byte) []byte {
+// AppendJSONString appends s to dst as a JSON string literal escaped the
+// way Jackson's JsonGenerator (inside Kafka Connect's JsonConverter, and so
+// in every record Debezium writes) escapes it: \" \\ \b \t \n \f \r, the
+// other control characters below 0x20 as \u00XX with upper-case hex, and
+// everything else as is, including '/', DEL and non-ASCII UTF-8. It is the
+// one escaper of the project: the router's records and the dead-letter
+// topic's headers and row dumps use it. s is a string or a []byte.
+func AppendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	const hex = "0123456789ABCDEF"
 	dst = append(dst, '"')
 	start := 0
-	for i, c := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}

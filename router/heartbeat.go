@@ -34,7 +34,7 @@ func (r *Router) Heartbeat(topic string, now time.Time) Record {
 }
 
 func jsonString(s string) []byte {
-	return appendJSONString(nil, []byte(s))
+	return AppendJSONString(nil, s)
 }
 
 func concat(prefix string, mid []byte, suffix string) []byte {

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestAppendCompactJSON(t *testing.T) {
@@ -139,18 +139,38 @@ func tokens(t *testing.T, data []byte) []any {
 	}
 }
 
+// TestAppendJSONString pins the escaping Jackson writes (upper-case hex,
+// '/' and DEL as is), for a string and for []byte, and that the result
+// reads back as the input.
 func TestAppendJSONString(t *testing.T) {
-	in := "a\"b\\c/d\b\f\n\r\t\x00\x1f\x7fé"
-	want := `"a\"b\\c/d\b\f\n\r\t\u0000\u001F` + "\x7fé" + `"`
-	if got := string(appendJSONString(nil, []byte(in))); got != want {
-		t.Errorf("got %s, want %s", got, want)
+	tests := []struct{ in, want string }{
+		{"", `""`},
+		{"plain", `"plain"`},
+		{`say "hi"`, `"say \"hi\""`},
+		{`C:\dir`, `"C:\\dir"`},
+		{"a/b", `"a/b"`},
+		{"\b\f\n\r\t", `"\b\f\n\r\t"`},
+		{"\x00", `"\u0000"`},
+		{"\x01\x0b\x1a\x1f", `"\u0001\u000B\u001A\u001F"`},
+		{"\x7f", "\"\x7f\""},
+		{"é😀ключ", `"é😀ключ"`},
+		{"\xff\xfe", "\"\xff\xfe\""}, // not UTF-8: bytes as is, as the router always did
+		{"a\"b\\c/d\b\f\n\r\t\x00\x1f\x7fé", `"a\"b\\c/d\b\f\n\r\t\u0000\u001F` + "\x7fé" + `"`},
 	}
-	var back string
-	if err := json.Unmarshal([]byte(want), &back); err != nil || back != in {
-		t.Errorf("round trip: %q, %v", back, err)
-	}
-	if !strings.HasPrefix(want, `"`) {
-		t.Fatal("unreachable")
+	for _, tt := range tests {
+		if got := string(AppendJSONString([]byte("x:"), tt.in)); got != "x:"+tt.want {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+		if got := string(AppendJSONString(nil, []byte(tt.in))); got != tt.want {
+			t.Errorf("AppendJSONString([]byte(%q)) = %s, want %s", tt.in, got, tt.want)
+		}
+		if !utf8.ValidString(tt.in) {
+			continue
+		}
+		var back string
+		if err := json.Unmarshal([]byte(tt.want), &back); err != nil || back != tt.in {
+			t.Errorf("round trip of %q: %q, %v", tt.in, back, err)
+		}
 	}
 }
 

@@ -64,7 +64,7 @@ func New(cfg Config, log *slog.Logger) (*Router, error) {
 	for i, p := range cfg.placements {
 		if p.kind == placeEnvelope {
 			r.hasEnvelope = true
-			k := appendJSONString([]byte{','}, []byte(p.alias))
+			k := AppendJSONString([]byte{','}, p.alias)
 			r.envelopeKeys[i] = append(k, ':')
 		}
 	}
@@ -297,7 +297,7 @@ func (r *Router) appendOldKey(dst []byte, ev *Event) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, []byte(c.Name))
+		dst = AppendJSONString(dst, c.Name)
 		dst = append(dst, ':')
 		var err error
 		if dst, err = appendJSONValue(dst, c.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {

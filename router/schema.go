@@ -84,7 +84,7 @@ func appendSchema(dst []byte, s *connectSchema, field string) []byte {
 	dst = strconv.AppendBool(dst, s.optional)
 	if s.name != "" {
 		dst = append(dst, `,"name":`...)
-		dst = appendJSONString(dst, []byte(s.name))
+		dst = AppendJSONString(dst, s.name)
 	}
 	if s.version != 0 {
 		dst = append(dst, `,"version":`...)
@@ -92,7 +92,7 @@ func appendSchema(dst []byte, s *connectSchema, field string) []byte {
 	}
 	if field != "" {
 		dst = append(dst, `,"field":`...)
-		dst = appendJSONString(dst, []byte(field))
+		dst = AppendJSONString(dst, field)
 	}
 	return append(dst, '}')
 }

@@ -31,104 +31,136 @@ func eventTimestamp(v Value) (time.Time, error) {
 // parsePGTimestamp parses PostgreSQL's ISO DateStyle output,
 // "2006-01-02 15:04:05[.999999][+07[:00[:00]]]", without allocating.
 func parsePGTimestamp(b []byte, withZone bool) (time.Time, error) {
-	bad := errBadTimestamp
-	i := 0
-	num := func(width int) (int, bool) {
-		if len(b)-i < width {
-			return 0, false
-		}
-		n := 0
-		for _, c := range b[i : i+width] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int(c-'0')
-		}
-		i += width
-		return n, true
+	s := tsScanner{b: b}
+	year, ok := s.year()
+	if !ok || !s.sep('-') {
+		return time.Time{}, errBadTimestamp
 	}
-	sep := func(c byte) bool {
-		if i < len(b) && b[i] == c {
-			i++
-			return true
-		}
-		return false
-	}
-	// The year has at least four digits.
-	year := 0
-	start := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		year = year*10 + int(b[i]-'0')
-		i++
-	}
-	if i-start < 4 || i-start > 7 || !sep('-') {
-		return time.Time{}, bad
-	}
-	month, ok1 := num(2)
-	ok2 := sep('-')
-	day, ok3 := num(2)
-	ok4 := sep(' ')
-	hour, ok5 := num(2)
-	ok6 := sep(':')
-	minute, ok7 := num(2)
-	ok8 := sep(':')
-	sec, ok9 := num(2)
+	month, ok1 := s.num(2)
+	ok2 := s.sep('-')
+	day, ok3 := s.num(2)
+	ok4 := s.sep(' ')
+	hour, ok5 := s.num(2)
+	ok6 := s.sep(':')
+	minute, ok7 := s.num(2)
+	ok8 := s.sep(':')
+	sec, ok9 := s.num(2)
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9) {
-		return time.Time{}, bad
+		return time.Time{}, errBadTimestamp
 	}
-	nsec := 0
-	if sep('.') {
-		digits := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			if digits < 9 {
-				nsec = nsec*10 + int(b[i]-'0')
-				digits++
-			}
-			i++
-		}
-		if digits == 0 {
-			return time.Time{}, bad
-		}
-		for ; digits < 9; digits++ {
-			nsec *= 10
-		}
+	nsec, ok := s.fraction()
+	if !ok {
+		return time.Time{}, errBadTimestamp
 	}
 	offset := 0
 	if withZone {
-		if i >= len(b) || (b[i] != '+' && b[i] != '-') {
-			return time.Time{}, bad
+		if offset, ok = s.zone(); !ok {
+			return time.Time{}, errBadTimestamp
 		}
-		sign := 1
-		if b[i] == '-' {
-			sign = -1
-		}
-		i++
-		oh, ok := num(2)
-		if !ok {
-			return time.Time{}, bad
-		}
-		offset = oh * 3600
-		if sep(':') {
-			om, ok := num(2)
-			if !ok {
-				return time.Time{}, bad
-			}
-			offset += om * 60
-			if sep(':') {
-				os, ok := num(2)
-				if !ok {
-					return time.Time{}, bad
-				}
-				offset += os
-			}
-		}
-		offset *= sign
 	}
-	if i != len(b) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 60 {
-		return time.Time{}, bad
+	if s.i != len(b) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 60 {
+		return time.Time{}, errBadTimestamp
 	}
 	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
 	return t.Add(-time.Duration(offset) * time.Second), nil
+}
+
+// tsScanner reads timestamp text from b[i:] for parsePGTimestamp; num and
+// sep leave i where it was when they fail.
+type tsScanner struct {
+	b []byte
+	i int
+}
+
+// num reads exactly width decimal digits.
+func (s *tsScanner) num(width int) (int, bool) {
+	if len(s.b)-s.i < width {
+		return 0, false
+	}
+	n := 0
+	for _, c := range s.b[s.i : s.i+width] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	s.i += width
+	return n, true
+}
+
+// sep reads c if it comes next.
+func (s *tsScanner) sep(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// year reads the year: four to seven digits.
+func (s *tsScanner) year() (int, bool) {
+	year, start := 0, s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		year = year*10 + int(s.b[s.i]-'0')
+		s.i++
+	}
+	n := s.i - start
+	return year, n >= 4 && n <= 7
+}
+
+// fraction reads an optional ".digits" as nanoseconds; digits past the
+// ninth are dropped.
+func (s *tsScanner) fraction() (int, bool) {
+	if !s.sep('.') {
+		return 0, true
+	}
+	nsec, digits := 0, 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		if digits < 9 {
+			nsec = nsec*10 + int(s.b[s.i]-'0')
+			digits++
+		}
+		s.i++
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	for ; digits < 9; digits++ {
+		nsec *= 10
+	}
+	return nsec, true
+}
+
+// zone reads the UTC offset "±hh[:mm[:ss]]" in seconds east of UTC.
+func (s *tsScanner) zone() (int, bool) {
+	if s.i >= len(s.b) || (s.b[s.i] != '+' && s.b[s.i] != '-') {
+		return 0, false
+	}
+	sign := 1
+	if s.b[s.i] == '-' {
+		sign = -1
+	}
+	s.i++
+	oh, ok := s.num(2)
+	if !ok {
+		return 0, false
+	}
+	offset := oh * 3600
+	if s.sep(':') {
+		om, ok := s.num(2)
+		if !ok {
+			return 0, false
+		}
+		offset += om * 60
+		if s.sep(':') {
+			os, ok := s.num(2)
+			if !ok {
+				return 0, false
+			}
+			offset += os
+		}
+	}
+	return sign * offset, true
 }
 
 // parseInt parses a decimal int64 without allocating.

@@ -16,6 +16,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
+
+	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
 // Defaults. Where they differ from the Java producer's, the field doc says why.
@@ -201,12 +203,37 @@ func ParseConfig(kv map[string]string) (Config, error) {
 	p := parser{kv: kv}
 
 	if v, ok := p.get(KeyBootstrapServers); ok {
-		for _, b := range strings.Split(v, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				c.Brokers = append(c.Brokers, b)
-			}
-		}
+		c.Brokers = textlist.Split(v)
 	}
+	p.parseProducer(&c)
+	c.SecurityProtocol, _ = p.get(KeySecurityProtocol)
+	c.SASLMechanism, _ = p.get(KeySASLMechanism)
+	if v, ok := p.get(KeySASLJAASConfig); ok {
+		u, pw, err := parseJAAS(v)
+		if err != nil {
+			p.fail(err)
+		}
+		c.SASLUsername, c.SASLPassword = u, pw
+	}
+	p.parseTLS(&c)
+
+	p.parseTopicCreation(&c)
+	c.DeadLetterTopic, _ = p.get(KeyDLQTopic)
+	c.DeadLetterReplicationFactor = p.int(KeyDLQReplication)
+
+	if err := errors.Join(p.errs...); err != nil {
+		return Config{}, fmt.Errorf("sink config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// parseProducer reads the producer's keys: those outboxrelay honours
+// (linger, batch and buffer sizes, compression, timeouts, backoff) and
+// those whose only value it accepts is its own (acks, retries, idempotence).
+func (p *parser) parseProducer(c *Config) {
 	c.ClientID, _ = p.get(KeyClientID)
 	if v, ok := p.get(KeyAcks); ok && v != "all" && v != "-1" {
 		p.fail(fmt.Errorf("%s=%s: outboxrelay always uses acks=all (an LSN is confirmed only after every in-sync replica has the record); remove the key or set it to all", KeyAcks, v))
@@ -238,18 +265,11 @@ func ParseConfig(kv map[string]string) (Config, error) {
 	c.RetryBackoff = p.millis(KeyRetryBackoff)
 	c.RetryBackoffMax = p.millis(KeyRetryBackoffMax)
 	c.MetadataMaxAge = p.millis(KeyMetadataMaxAge)
+}
 
-	c.SecurityProtocol, _ = p.get(KeySecurityProtocol)
-	c.SASLMechanism, _ = p.get(KeySASLMechanism)
-	if v, ok := p.get(KeySASLJAASConfig); ok {
-		u, pw, err := parseJAAS(v)
-		if err != nil {
-			p.fail(err)
-		}
-		c.SASLUsername, c.SASLPassword = u, pw
-	}
-	p.parseTLS(&c)
-
+// parseTopicCreation reads topic.creation.default.* and
+// allow.auto.create.topics.
+func (p *parser) parseTopicCreation(c *Config) {
 	c.TopicPartitions = p.int(KeyTopicPartitions)
 	c.TopicReplicationFactor = p.int(KeyTopicReplication)
 	for k, v := range p.kv {
@@ -267,16 +287,6 @@ func ParseConfig(kv map[string]string) (Config, error) {
 		}
 		c.AllowAutoCreateTopics = b
 	}
-	c.DeadLetterTopic, _ = p.get(KeyDLQTopic)
-	c.DeadLetterReplicationFactor = p.int(KeyDLQReplication)
-
-	if err := errors.Join(p.errs...); err != nil {
-		return Config{}, fmt.Errorf("sink config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
 }
 
 func (p *parser) parseTLS(c *Config) {

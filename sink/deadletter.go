@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+
+	kafka "github.com/segmentio/kafka-go"
 )
 
 // Dead-letter headers. The __connect.errors.* names are Kafka Connect's
@@ -36,7 +38,7 @@ type DLQMeta struct {
 	// KAFKA_PRODUCE for a record Kafka refused. Omitted when empty.
 	Stage string
 	// ErrorClass fills __connect.errors.exception.class.name; default: the
-	// Go type of the innermost error cause.
+	// Go name of the cause (see errorClass).
 	ErrorClass string
 }
 
@@ -74,24 +76,102 @@ func DeadLetterRecord(topic string, r Record, cause error, meta DLQMeta) Record 
 	return Record{Topic: topic, Partition: -1, Key: r.Key, Value: r.Value, Headers: h, Timestamp: r.Timestamp, EventID: r.EventID}
 }
 
-// errorClass names the innermost cause's Go type, e.g. "*sink.RecordError"
-// or "kafka.Error(10)" for a broker error code.
+// causeNames are the sink's sentinels a dead letter can be caused by,
+// with the name errorClass gives them: their Go type (*errors.errorString)
+// would say nothing.
+var causeNames = []struct {
+	err  error
+	name string
+}{
+	{ErrRecordTooLarge, "sink.ErrRecordTooLarge"},
+	{ErrTopicMissing, "sink.ErrTopicMissing"},
+	{ErrNoSuchPartition, "sink.ErrNoSuchPartition"},
+	{ErrClosed, "sink.ErrClosed"},
+}
+
+// errorClass fills __connect.errors.exception.class.name, where Kafka
+// Connect writes the Java class of the exception (for a too-large record
+// org.apache.kafka.common.errors.RecordTooLargeException). There is no Java
+// class here, so it names the cause one would match in Go, searching the
+// whole tree of wrapped errors (both sides of fmt.Errorf("%w: %w") and
+// errors.Join, which errors.Unwrap does not follow), in this order:
+//
+//   - one of the sink's sentinels: "sink.ErrRecordTooLarge",
+//     "sink.ErrTopicMissing", "sink.ErrNoSuchPartition", "sink.ErrClosed";
+//   - a broker error code: "kafka.Error(10)" (10 is MESSAGE_TOO_LARGE);
+//   - else the Go type of the deepest error whose type is not the standard
+//     library's wrapping or plain text (fmt's, errors'): "*router.RowError"
+//     for a row the router cannot route (a NULL route value, a bad topic);
+//   - else the Go type of the innermost error, e.g. "*errors.errorString".
 func errorClass(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			break
+	for _, c := range causeNames {
+		if errors.Is(err, c.err) {
+			return c.name
 		}
-		err = next
 	}
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return "kafka.Error(" + strconv.Itoa(int(ke)) + ")"
+	}
+	if typed, _ := deepestTyped(err, 0); typed != nil {
+		return reflect.TypeOf(typed).String()
+	}
+	for {
+		next := unwrapAll(err)
+		if len(next) == 0 {
+			return reflect.TypeOf(err).String()
+		}
+		err = next[0]
+	}
+}
+
+// deepestTyped returns the deepest error in err's tree whose type is not
+// from package fmt or errors, and its depth; the first one found wins a tie.
+func deepestTyped(err error, depth int) (error, int) {
+	var best error
+	bestDepth := -1
+	if !plainError(err) {
+		best, bestDepth = err, depth
+	}
+	for _, next := range unwrapAll(err) {
+		if e, d := deepestTyped(next, depth+1); e != nil && d > bestDepth {
+			best, bestDepth = e, d
+		}
+	}
+	return best, bestDepth
+}
+
+// plainError reports whether err's type is the standard library's
+// wrapping or plain text (package fmt or errors), which names no cause.
+func plainError(err error) bool {
 	t := reflect.TypeOf(err)
-	if t.Kind() == reflect.Int16 { // kafka.Error: the code says more than the type
-		return t.String() + "(" + strconv.FormatInt(reflect.ValueOf(err).Int(), 10) + ")"
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	return t.String()
+	return t.PkgPath() == "fmt" || t.PkgPath() == "errors"
+}
+
+// unwrapAll returns the errors err wraps: one (Unwrap() error), several
+// (Unwrap() []error: fmt.Errorf with two %w, errors.Join) or none.
+func unwrapAll(err error) []error {
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if next := u.Unwrap(); next != nil {
+			return []error{next}
+		}
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, next := range u.Unwrap() {
+			if next != nil {
+				out = append(out, next)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // DeadLetter sends r to errors.deadletterqueue.topic.name with error

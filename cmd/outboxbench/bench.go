@@ -290,72 +290,24 @@ func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *co
 	s.TargetLSN = target.String()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-
-	// The slot is polled from t0 on, concurrently, so confirm_seconds is
-	// when it happened, not when the consumer finished.
-	type confirmed struct {
-		at  time.Time
-		lsn pglogrepl.LSN
-		err error
+	poll, err := b.pollConfirmed(ctx, target)
+	if err != nil {
+		return err
 	}
-	confirmCh := make(chan confirmed, 1)
-	var seen atomic.Uint64
-	if o.slot != "" {
-		pconn, err := pgx.Connect(ctx, o.pgURL)
-		if err != nil {
-			return fmt.Errorf("connecting the slot poller: %w", err)
-		}
-		defer pconn.Close(context.Background())
-		go func() {
-			at, lsn, err := waitConfirmed(ctx, pconn, o.slot, target, &seen)
-			confirmCh <- confirmed{at, lsn, err}
-		}()
-	}
+	defer poll.close()
 
 	var errs []error
-	stop := b.every(ctx, func() {
-		args := append([]any{"of", o.events}, col.progress(t0)...)
-		if c := pglogrepl.LSN(seen.Load()); o.slot != "" && c < target {
-			// Which side lags: the relay (slot far behind) or the consumer.
-			args = append(args, "slot_behind_mib", round1(float64(target-c)/(1<<20)))
-		}
-		b.log.Info("draining", args...)
-	})
-	relayDied := make(<-chan struct{})
-	if relay != nil {
-		relayDied = relay.done
+	if err := b.waitDelivered(ctx, col, relay, t0, target, &poll.seen); err != nil {
+		errs = append(errs, err)
 	}
-	select {
-	case <-col.allIn:
-	case <-relayDied:
-		errs = append(errs, fmt.Errorf("the relay exited before delivering every event; see %s", o.relayLog))
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("waiting for events: %d of %d after %s: %w", col.unique.Load(), o.events, o.timeout, ctx.Err()))
-	}
-	stop()
 	// Late duplicates.
 	select {
 	case <-time.After(o.quiet):
 	case <-ctx.Done():
 	}
 	if o.slot != "" && len(errs) == 0 {
-		// Bounded: a relay that confirms late (Debezium at Connect's
-		// offset flush) or never (no event after its last one) is
-		// reported, not waited for.
-		select {
-		case c := <-confirmCh:
-			if c.err != nil {
-				errs = append(errs, c.err)
-			} else {
-				v := round3(c.at.Sub(t0).Seconds())
-				s.ConfirmSeconds = &v
-				s.ConfirmedLSN = c.lsn.String()
-			}
-		case <-time.After(o.confirmTimeout):
-			s.ConfirmTimeout = true
-			s.ConfirmedLSN = pglogrepl.LSN(seen.Load()).String()
-			b.log.Warn("the relay's slot did not confirm the last commit in time", "slot", o.slot,
-				"target", target, "confirmed", s.ConfirmedLSN, "confirm_timeout", o.confirmTimeout)
+		if err := b.awaitConfirmed(s, poll, t0, target); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	cancel()
@@ -365,8 +317,100 @@ func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *co
 	if err := col.stop(); err != nil {
 		errs = append(errs, err)
 	}
-	tr := col.tr
+	s.fill(col.tr, t0, o.events)
+	return errors.Join(errs...)
+}
 
+// confirmPoller polls the relay's slot (--slot) from t0 on, concurrently,
+// so that confirm_seconds is when the slot confirmed, not when the
+// consumer finished.
+type confirmPoller struct {
+	done chan confirmed // the one result; never sent without --slot
+	seen atomic.Uint64  // the slot's confirmed_flush_lsn last read
+	conn *pgx.Conn
+}
+
+type confirmed struct {
+	at  time.Time
+	lsn pglogrepl.LSN
+	err error
+}
+
+func (b *bench) pollConfirmed(ctx context.Context, target pglogrepl.LSN) (*confirmPoller, error) {
+	p := &confirmPoller{done: make(chan confirmed, 1)}
+	if b.o.slot == "" {
+		return p, nil
+	}
+	conn, err := pgx.Connect(ctx, b.o.pgURL)
+	if err != nil {
+		return nil, fmt.Errorf("connecting the slot poller: %w", err)
+	}
+	p.conn = conn
+	go func() {
+		at, lsn, err := waitConfirmed(ctx, conn, b.o.slot, target, &p.seen)
+		p.done <- confirmed{at, lsn, err}
+	}()
+	return p, nil
+}
+
+func (p *confirmPoller) close() {
+	if p.conn != nil {
+		p.conn.Close(context.Background())
+	}
+}
+
+// waitDelivered waits until every event arrived, logging progress every
+// --progress; it fails when the relay exits first or ctx ends.
+func (b *bench) waitDelivered(ctx context.Context, col *collector, relay *child, t0 time.Time, target pglogrepl.LSN, seen *atomic.Uint64) error {
+	o := b.o
+	stop := b.every(ctx, func() {
+		args := append([]any{"of", o.events}, col.progress(t0)...)
+		if c := pglogrepl.LSN(seen.Load()); o.slot != "" && c < target {
+			// Which side lags: the relay (slot far behind) or the consumer.
+			args = append(args, "slot_behind_mib", round1(float64(target-c)/(1<<20)))
+		}
+		b.log.Info("draining", args...)
+	})
+	defer stop()
+	relayDied := make(<-chan struct{})
+	if relay != nil {
+		relayDied = relay.done
+	}
+	select {
+	case <-col.allIn:
+		return nil
+	case <-relayDied:
+		return fmt.Errorf("the relay exited before delivering every event; see %s", o.relayLog)
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for events: %d of %d after %s: %w", col.unique.Load(), o.events, o.timeout, ctx.Err())
+	}
+}
+
+// awaitConfirmed records when the slot confirmed target. It waits at most
+// --confirm-timeout: a relay that confirms late (Debezium at Connect's
+// offset flush) or never (no event after its last one) is reported, not
+// waited for.
+func (b *bench) awaitConfirmed(s *Summary, p *confirmPoller, t0 time.Time, target pglogrepl.LSN) error {
+	select {
+	case c := <-p.done:
+		if c.err != nil {
+			return c.err
+		}
+		v := round3(c.at.Sub(t0).Seconds())
+		s.ConfirmSeconds = &v
+		s.ConfirmedLSN = c.lsn.String()
+	case <-time.After(b.o.confirmTimeout):
+		s.ConfirmTimeout = true
+		s.ConfirmedLSN = pglogrepl.LSN(p.seen.Load()).String()
+		b.log.Warn("the relay's slot did not confirm the last commit in time", "slot", b.o.slot,
+			"target", target, "confirmed", s.ConfirmedLSN, "confirm_timeout", b.o.confirmTimeout)
+	}
+	return nil
+}
+
+// fill sets the figures that come from what the consumer received, timed
+// from t0, for a run of events events.
+func (s *Summary) fill(tr *Tracker, t0 time.Time, events int64) {
 	s.Received = tr.Unique + tr.Duplicates
 	s.Duplicates, s.Missing, s.OutOfOrder, s.Foreign, s.Invalid = tr.Duplicates, tr.Missing(), tr.OutOfOrder, tr.Foreign, tr.Invalid
 	s.MissingSample = tr.MissingSample(10)
@@ -390,10 +434,9 @@ func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *co
 	if s.Recvlogical != nil && s.Recvlogical.ThroughputEPS > 0 && s.Missing == 0 {
 		s.RelayVsRecvlogical = round3(s.ThroughputEPS / s.Recvlogical.ThroughputEPS)
 	}
-	if s.CPUSeconds > 0 && o.events > 0 {
-		s.CPUSecondsPerMillion = round3(s.CPUSeconds / float64(o.events) * 1e6)
+	if s.CPUSeconds > 0 && events > 0 {
+		s.CPUSecondsPerMillion = round3(s.CPUSeconds / float64(events) * 1e6)
 	}
-	return errors.Join(errs...)
 }
 
 func (b *bench) startRelay(s *Summary) (*child, error) {

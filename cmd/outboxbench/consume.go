@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 )
 
 // Offsets are the next offsets of each partition of each topic, captured
@@ -20,55 +22,18 @@ type Offsets map[string]map[int]int64
 // endOffsets reads the end offset of every partition of topics; a topic
 // that does not exist yet gets no entry (it will be read from offset 0).
 func endOffsets(ctx context.Context, brokers []string, topics []string) (Offsets, error) {
+	r := kafkaread.Reader{Broker: brokers[0]}
 	out := Offsets{}
 	for _, topic := range topics {
-		parts, err := partitions(ctx, brokers, topic)
-		if errors.Is(err, kafka.UnknownTopicOrPartition) {
-			continue
-		}
+		ends, err := r.EndOffsets(ctx, topic)
 		if err != nil {
 			return nil, err
 		}
-		out[topic] = map[int]int64{}
-		for _, p := range parts {
-			off, err := lastOffset(ctx, brokers, topic, p)
-			if err != nil {
-				return nil, err
-			}
-			out[topic][p] = off
+		if ends != nil {
+			out[topic] = ends
 		}
 	}
 	return out, nil
-}
-
-func partitions(ctx context.Context, brokers []string, topic string) ([]int, error) {
-	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
-	if err != nil {
-		return nil, fmt.Errorf("dialing Kafka %s: %w", brokers[0], err)
-	}
-	defer conn.Close()
-	ps, err := conn.ReadPartitions(topic)
-	if err != nil {
-		return nil, fmt.Errorf("reading partitions of %s: %w", topic, err)
-	}
-	ids := make([]int, 0, len(ps))
-	for _, p := range ps {
-		ids = append(ids, p.ID)
-	}
-	return ids, nil
-}
-
-func lastOffset(ctx context.Context, brokers []string, topic string, partition int) (int64, error) {
-	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, partition)
-	if err != nil {
-		return 0, fmt.Errorf("dialing leader of %s/%d: %w", topic, partition, err)
-	}
-	defer conn.Close()
-	off, err := conn.ReadLastOffset()
-	if err != nil {
-		return 0, fmt.Errorf("reading end offset of %s/%d: %w", topic, partition, err)
-	}
-	return off, nil
 }
 
 // consumer reads every partition of the run's topics from the captured
@@ -121,8 +86,9 @@ func (c *consumer) consume(ctx context.Context, topics []string) error {
 }
 
 func (c *consumer) waitTopic(ctx context.Context, topic string) ([]int, error) {
+	r := kafkaread.Reader{Broker: c.brokers[0]}
 	for {
-		parts, err := partitions(ctx, c.brokers, topic)
+		parts, err := r.Partitions(ctx, topic)
 		if err == nil && len(parts) > 0 {
 			c.log.Debug("consuming", "topic", topic, "partitions", len(parts))
 			return parts, nil

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
 // options are the flags of every mode.
@@ -159,12 +161,7 @@ func (o *options) validate() error {
 	}
 	run := make([]byte, 6)
 	_, _ = rand.Read(run)
-	var types []string
-	for _, t := range strings.Split(o.types, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			types = append(types, t)
-		}
-	}
+	types := textlist.Split(o.types)
 	if o.mode == "recvlogical" {
 		types = []string{"bench"}
 		o.eventType = "BenchEvent"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
 // classify files every key of c.all into the section maps, warning once per
@@ -11,7 +13,7 @@ import (
 // table's accepted values.
 func (c *Config) classify(keyErr func(key, format string, args ...any)) {
 	table := keyTable()
-	aliases := transformAliases(c.all["transforms"])
+	aliases := textlist.Split(c.all["transforms"])
 	kafkaRank := map[string]int{} // stripped producer key → rank of the key that set it
 	for _, k := range sortedKeys(c.all) {
 		v := c.all[k]
@@ -120,17 +122,6 @@ func accepted(v string, values []string) bool {
 		}
 	}
 	return false
-}
-
-// transformAliases splits the transforms list as Connect does.
-func transformAliases(list string) []string {
-	var out []string
-	for _, a := range strings.Split(list, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // tableName maps transforms.<alias>.<option> of a listed alias to the

@@ -112,112 +112,20 @@ func LoadCases(dir string) ([]*Case, error) {
 
 // ParseCase parses one case script; name is its file name.
 func ParseCase(name string, src []byte) (*Case, error) {
-	c := &Case{File: name, ID: strings.TrimSuffix(name, ".sql"), Records: -1}
-	fail := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
-	}
-	section := "header"
-	conn := 1
-	var setup, chunk strings.Builder
-	flush := func() {
-		if strings.TrimSpace(chunk.String()) != "" {
-			c.Steps = append(c.Steps, Step{Conn: conn, SQL: chunk.String()})
-		}
-		chunk.Reset()
-	}
+	p := &caseParser{c: &Case{File: name, ID: strings.TrimSuffix(name, ".sql"), Records: -1}, section: "header", conn: 1}
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		trim := strings.TrimSpace(line)
-		switch {
-		case trim == "-- @setup":
-			if section != "header" {
-				return nil, fail(n, "@setup must come before @run, once")
-			}
-			section = "setup"
-			continue
-		case trim == "-- @run":
-			if section == "run" {
-				return nil, fail(n, "a second @run")
-			}
-			section = "run"
-			continue
-		case strings.HasPrefix(trim, "-- @conn"):
-			if section != "run" {
-				return nil, fail(n, "@conn outside the @run section")
-			}
-			v, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(trim, "-- @conn")))
-			if err != nil || v < 1 || v > 8 {
-				return nil, fail(n, "@conn wants a session number 1..8")
-			}
-			flush()
-			conn = v
-			continue
-		case strings.HasPrefix(trim, "-- @"):
-			return nil, fail(n, "unknown directive %q", trim)
-		}
-		switch section {
-		case "header":
-			if trim == "" {
-				continue
-			}
-			if !strings.HasPrefix(trim, "--") {
-				return nil, fail(n, "SQL before -- @setup or -- @run")
-			}
-			key, val, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(trim, "--")), ":")
-			if !ok {
-				continue // a comment
-			}
-			key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-			switch key {
-			case "case":
-				c.Title = val
-			case "records":
-				v, err := strconv.Atoi(val)
-				if err != nil || v < 0 {
-					return nil, fail(n, "records: wants a count")
-				}
-				c.Records = v
-			case "config":
-				k, v, ok := strings.Cut(val, "=")
-				if !ok || strings.TrimSpace(k) == "" {
-					return nil, fail(n, "config: wants key = value")
-				}
-				o := Override{Key: strings.TrimSpace(k), Value: strings.TrimSpace(v)}
-				o.Delete = o.Value == ""
-				c.Config = append(c.Config, o)
-			case "difference":
-				for _, d := range strings.Split(val, ",") {
-					d = strings.TrimSpace(d)
-					if _, ok := Differences[d]; !ok {
-						return nil, fail(n, "unknown difference %q (known: %s)", d, strings.Join(differenceNames(), ", "))
-					}
-					c.Differences = append(c.Differences, d)
-				}
-			case "ci":
-				c.CI = val == "yes"
-			case "table":
-				if val != "custom" {
-					return nil, fail(n, "table: only `custom` is known")
-				}
-				c.CustomTable = true
-			default:
-				// free text such as `-- about: …`
-			}
-		case "setup":
-			setup.WriteString(line)
-			setup.WriteByte('\n')
-		case "run":
-			chunk.WriteString(line)
-			chunk.WriteByte('\n')
+		if err := p.line(n, sc.Text()); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	flush()
-	c.Setup = setup.String()
+	p.flush()
+	c := p.c
+	c.Setup = p.setup.String()
 	switch {
 	case c.Title == "":
 		return nil, fmt.Errorf("%s: no `-- case:` title", name)
@@ -227,4 +135,124 @@ func ParseCase(name string, src []byte) (*Case, error) {
 		return nil, fmt.Errorf("%s: no `-- @run` section", name)
 	}
 	return c, nil
+}
+
+// caseParser is ParseCase's state between lines.
+type caseParser struct {
+	c            *Case
+	section      string // header, setup or run
+	conn         int    // the session of the run chunk being read
+	setup, chunk strings.Builder
+}
+
+func (p *caseParser) fail(line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", p.c.File, line, fmt.Sprintf(format, args...))
+}
+
+// flush ends the run chunk being read, keeping it unless it is blank.
+func (p *caseParser) flush() {
+	if strings.TrimSpace(p.chunk.String()) != "" {
+		p.c.Steps = append(p.c.Steps, Step{Conn: p.conn, SQL: p.chunk.String()})
+	}
+	p.chunk.Reset()
+}
+
+// line reads line n: a directive, a header line, or SQL of a section.
+func (p *caseParser) line(n int, line string) error {
+	trim := strings.TrimSpace(line)
+	if strings.HasPrefix(trim, "-- @") {
+		return p.directive(n, trim)
+	}
+	switch p.section {
+	case "header":
+		return p.header(n, trim)
+	case "setup":
+		p.setup.WriteString(line)
+		p.setup.WriteByte('\n')
+	case "run":
+		p.chunk.WriteString(line)
+		p.chunk.WriteByte('\n')
+	}
+	return nil
+}
+
+// directive reads -- @setup, -- @run or -- @conn N.
+func (p *caseParser) directive(n int, trim string) error {
+	switch {
+	case trim == "-- @setup":
+		if p.section != "header" {
+			return p.fail(n, "@setup must come before @run, once")
+		}
+		p.section = "setup"
+	case trim == "-- @run":
+		if p.section == "run" {
+			return p.fail(n, "a second @run")
+		}
+		p.section = "run"
+	case strings.HasPrefix(trim, "-- @conn"):
+		if p.section != "run" {
+			return p.fail(n, "@conn outside the @run section")
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(trim, "-- @conn")))
+		if err != nil || v < 1 || v > 8 {
+			return p.fail(n, "@conn wants a session number 1..8")
+		}
+		p.flush()
+		p.conn = v
+	default:
+		return p.fail(n, "unknown directive %q", trim)
+	}
+	return nil
+}
+
+// header reads a header line: blank, a comment, or `-- key: value`.
+func (p *caseParser) header(n int, trim string) error {
+	if trim == "" {
+		return nil
+	}
+	if !strings.HasPrefix(trim, "--") {
+		return p.fail(n, "SQL before -- @setup or -- @run")
+	}
+	key, val, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(trim, "--")), ":")
+	if !ok {
+		return nil // a comment
+	}
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	c := p.c
+	switch key {
+	case "case":
+		c.Title = val
+	case "records":
+		v, err := strconv.Atoi(val)
+		if err != nil || v < 0 {
+			return p.fail(n, "records: wants a count")
+		}
+		c.Records = v
+	case "config":
+		k, v, ok := strings.Cut(val, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return p.fail(n, "config: wants key = value")
+		}
+		o := Override{Key: strings.TrimSpace(k), Value: strings.TrimSpace(v)}
+		o.Delete = o.Value == ""
+		c.Config = append(c.Config, o)
+	case "difference":
+		for _, d := range strings.Split(val, ",") {
+			d = strings.TrimSpace(d)
+			if _, ok := Differences[d]; !ok {
+				return p.fail(n, "unknown difference %q (known: %s)", d, strings.Join(differenceNames(), ", "))
+			}
+			c.Differences = append(c.Differences, d)
+		}
+	case "ci":
+		c.CI = val == "yes"
+	case "table":
+		if val != "custom" {
+			return p.fail(n, "table: only `custom` is known")
+		}
+		c.CustomTable = true
+	default:
+		// free text such as `-- about: …`
+	}
+	return nil
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 )
 
 // Env is what a run needs: the bed, a running Connect worker
@@ -91,7 +93,13 @@ func (e *Env) run(ctx context.Context, c *Case, n names) (dbz, rly []Record, err
 	if err := runSteps(ctx, e.PGURL, n.schema, c); err != nil {
 		return nil, nil, err
 	}
+	return e.collect(ctx, c, n, relay)
+}
 
+// collect reads both sides' topics until each has the case's records and
+// then Quiet more (for records that should not be there), or until
+// Timeout; it stops early when either side failed.
+func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc) (dbz, rly []Record, err error) {
 	deadline := time.Now().Add(e.Timeout)
 	var quietUntil time.Time
 	for {
@@ -497,74 +505,19 @@ func readNamespace(ctx context.Context, brokers, prefix string) ([]Record, error
 	if err != nil {
 		return nil, fmt.Errorf("listing topics: %w", err)
 	}
+	r := kafkaread.Reader{Broker: brokers}
 	var out []Record
 	for topic, parts := range topics {
 		for _, p := range parts {
-			recs, err := readPartition(ctx, brokers, topic, p)
+			msgs, err := r.Partition(ctx, topic, p, 0)
 			if err != nil {
 				return nil, err
 			}
-			for i := range recs {
-				recs[i].Topic = strings.TrimPrefix(topic, prefix)
+			for _, m := range msgs {
+				rec := toRecord(m)
+				rec.Topic = strings.TrimPrefix(topic, prefix)
+				out = append(out, rec)
 			}
-			out = append(out, recs...)
-		}
-	}
-	return out, nil
-}
-
-// readPartition reads a partition whole. Right after a topic is created its
-// partitions may still be electing their leader; those answers
-// (NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE) are retried for a while.
-func readPartition(ctx context.Context, brokers, topic string, partition int) ([]Record, error) {
-	for attempt := 1; ; attempt++ {
-		recs, err := readPartitionOnce(ctx, brokers, topic, partition)
-		if err == nil || attempt == 20 || !(errors.Is(err, kafka.NotLeaderForPartition) || errors.Is(err, kafka.LeaderNotAvailable)) {
-			return recs, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func readPartitionOnce(ctx context.Context, brokers, topic string, partition int) ([]Record, error) {
-	conn, err := kafka.DialLeader(ctx, "tcp", brokers, topic, partition)
-	if err != nil {
-		return nil, fmt.Errorf("dialing leader of %s/%d: %w", topic, partition, err)
-	}
-	defer conn.Close()
-	first, last, err := conn.ReadOffsets()
-	if err != nil {
-		return nil, fmt.Errorf("offsets of %s/%d: %w", topic, partition, err)
-	}
-	var out []Record
-	for off := first; off < last; {
-		if _, err := conn.Seek(off, kafka.SeekAbsolute); err != nil {
-			return nil, err
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		batch := conn.ReadBatch(1, 32<<20)
-		n := 0
-		for {
-			m, err := batch.ReadMessage()
-			if err != nil {
-				break
-			}
-			out = append(out, toRecord(m))
-			off = m.Offset + 1
-			n++
-			if off >= last {
-				break
-			}
-		}
-		if err := batch.Close(); err != nil && n == 0 {
-			return nil, fmt.Errorf("reading %s/%d at %d: %w", topic, partition, off, err)
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("reading %s/%d at %d: no progress", topic, partition, off)
 		}
 	}
 	return out, nil

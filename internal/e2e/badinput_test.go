@@ -325,12 +325,16 @@ func TestBadInputPayloadTooLarge(t *testing.T) {
 	wantExit(t, pc.code, pc.msg, 1, tooLargeMessage(t, f, pc.msg, pc.lsn, pc.poison.id))
 }
 
-// TestBadInputPayloadTooLargeDeadLettered: with errors.tolerance=all and a
-// dead-letter topic, the too-large row goes there without its value (the
-// copy would be refused too), with the error headers, and the relay goes on.
-func TestBadInputPayloadTooLargeDeadLettered(t *testing.T) {
+// TestBadInputDeadLettered: with errors.tolerance=all and a dead-letter
+// topic, a too-large row goes there without its value (the copy would be
+// refused too) and a row with a NULL route value as a JSON object of its
+// columns, each with the error headers and the exact exception class, and
+// the relay goes on. Regression: the too-large record's class read
+// "*fmt.wrapErrors" (the relay wraps the sink's error with two %w).
+func TestBadInputDeadLettered(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "toolargedlq")
+	relaxNulls(t, f)
 	dlq := f.name + ".dlq"
 	r := startRelay(t, f.config(t, map[string]string{
 		"errors.tolerance":                  "all",
@@ -339,42 +343,75 @@ func TestBadInputPayloadTooLargeDeadLettered(t *testing.T) {
 	f.waitStreaming(t)
 	first := insertCommitted(t, f.admin, goodRowSQL(f))
 	big := insertCommitted(t, f.admin, bigPayloadSQL(f))
+	null := insertCommitted(t, f.admin, `INSERT INTO `+f.name+`.outbox (aggregatetype, aggregateid, payload) VALUES (NULL, 'k', '{"n": 2}') RETURNING id`)
 	last := insertCommitted(t, f.admin, goodRowSQL(f))
 
 	recs := f.consume(t, f.topic("good"), 2, 30*time.Second, 300*time.Millisecond)
 	if len(recs) != 2 || recs[0].ID != first.id || recs[1].ID != last.id {
-		t.Errorf("topic %s: ids %v, want %d and %d around the dead-lettered row", f.topic("good"), countIDs(recs), first.id, last.id)
+		t.Errorf("topic %s: ids %v, want %d and %d around the dead-lettered rows", f.topic("good"), countIDs(recs), first.id, last.id)
 	}
-	msgs := testbed.Consume(t, dlq, nil, 1, 30*time.Second, 300*time.Millisecond)
-	if len(msgs) != 1 {
-		t.Fatalf("dead-letter topic %s: %d records, want 1", dlq, len(msgs))
+	// The dead-letter topic has one partition: the rows' order.
+	msgs := testbed.Consume(t, dlq, nil, 2, 30*time.Second, 300*time.Millisecond)
+	if len(msgs) != 2 {
+		t.Fatalf("dead-letter topic %s: %d records, want 2", dlq, len(msgs))
 	}
-	m := msgs[0]
+	m, n := msgs[0], msgs[1]
 	if string(m.Key) != "k" {
-		t.Errorf("dead letter key %q, want the row's key \"k\"", m.Key)
+		t.Errorf("too-large dead letter key %q, want the row's key \"k\"", m.Key)
 	}
-	if raw := fetchRaw(t, dlq); len(raw) != 1 {
-		t.Errorf("dead-letter topic %s: %d records in a fetch, want 1", dlq, len(raw))
+	if raw := fetchRaw(t, dlq); len(raw) != 2 {
+		t.Errorf("dead-letter topic %s: %d records in a fetch, want 2", dlq, len(raw))
 	} else if raw[0].value != nil {
-		t.Errorf("dead letter value %s; want a null value", showBytes(raw[0].value))
+		t.Errorf("too-large dead letter value %s; want a null value", showBytes(raw[0].value))
 	}
 	cause := headerValue(m.Headers, "__connect.errors.exception.message")
 	lsn := messageLSN(t, cause, big)
-	for _, h := range []struct{ key, want string }{
+	wantHeaders(t, "too-large dead letter", m.Headers, []header{
 		{"id", strconv.FormatInt(big.id, 10)},
 		{"__connect.errors.topic", f.topic("big")},
 		{"__connect.errors.connector.name", f.name},
 		{"__connect.errors.stage", "KAFKA_PRODUCE"},
+		{"__connect.errors.exception.class.name", "sink.ErrRecordTooLarge"},
 		{"__connect.errors.exception.message", tooLargeMessage(t, f, cause, lsn, big.id)},
 		{"__outboxrelay.lsn", lsn},
 		{"__outboxrelay.source.table", f.name + ".outbox"},
 		{"__outboxrelay.event.id", strconv.FormatInt(big.id, 10)},
-	} {
-		if got := headerValue(m.Headers, h.key); got != h.want {
-			t.Errorf("dead letter header %s\n got: %s\nwant: %s", h.key, got, h.want)
+	})
+
+	nullID := strconv.FormatInt(null.id, 10)
+	if string(n.Key) != nullID {
+		t.Errorf("NULL-route dead letter key %q, want the event id %s", n.Key, nullID)
+	}
+	if !strings.Contains(string(n.Value), `"aggregatetype":null`) || !strings.Contains(string(n.Value), `"id":"`+nullID+`"`) {
+		t.Errorf("NULL-route dead letter value %s; want the row's columns", n.Value)
+	}
+	cause = headerValue(n.Headers, "__connect.errors.exception.message")
+	lsn = messageLSN(t, cause, null)
+	wantHeaders(t, "NULL-route dead letter", n.Headers, []header{
+		{"__connect.errors.topic", ""},
+		{"__connect.errors.connector.name", f.name},
+		{"__connect.errors.stage", "TRANSFORMATION"},
+		{"__connect.errors.exception.class.name", "*router.RowError"},
+		{"__connect.errors.exception.message", fmt.Sprintf(`routing row at LSN %s of %s.outbox (event id %d): column "aggregatetype" (from transforms.outbox.route.by.field): the route value is NULL, so the row has no topic; give every outbox row a value in this column`,
+			lsn, f.name, null.id)},
+		{"__outboxrelay.lsn", lsn},
+		{"__outboxrelay.source.table", f.name + ".outbox"},
+		{"__outboxrelay.event.id", nullID},
+	})
+	r.stop(t, 30*time.Second)
+}
+
+// header is one expected record header.
+type header struct{ key, want string }
+
+// wantHeaders checks that hs holds each of want with its exact value.
+func wantHeaders(t *testing.T, what string, hs []kafka.Header, want []header) {
+	t.Helper()
+	for _, h := range want {
+		if got := headerValue(hs, h.key); got != h.want {
+			t.Errorf("%s: header %s\n got: %s\nwant: %s", what, h.key, got, h.want)
 		}
 	}
-	r.stop(t, 30*time.Second)
 }
 
 // TestBadInputIllegalTopic: a route value that makes an illegal topic name

@@ -11,6 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -23,94 +24,33 @@ type record struct {
 	Value     []byte
 }
 
-// consume reads topic from the beginning, all partitions at once, until
-// want records arrived, then quiet more for records that should not be
-// there. Records of one partition come back in offset order. After timeout
-// it marks the test failed, with the state of the fixture's slot and
+// consume reads topic from the beginning, all partitions, until want
+// records arrived, then quiet more for records that should not be there.
+// Records of one partition come back in offset order. After timeout it
+// marks the test failed, with the state of the fixture's slot and
 // walsender, and returns what arrived, so that the test can say which
 // records are missing.
 func (f *fixture) consume(t *testing.T, topic string, want int, timeout, quiet time.Duration) []record {
 	t.Helper()
-	brokers := testbed.KafkaBrokers(t)
 	deadline := time.Now().Add(timeout)
-	parts := f.waitPartitions(t, topic, deadline)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	type result struct {
-		rec record
-		err error
+	f.waitPartitions(t, topic, deadline)
+	r := kafkaread.Reader{Broker: testbed.KafkaBrokers(t)}
+	msgs, err := r.Wait(context.Background(), topic, nil, want, time.Until(deadline), quiet)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("consuming %s: %v", topic, err)
 	}
-	results := make(chan result, 1024)
-	readers := make([]*kafka.Reader, 0, len(parts))
-	finished := make(chan struct{}, len(parts))
-	for _, p := range parts {
-		rd := kafka.NewReader(kafka.ReaderConfig{
-			Brokers:   []string{brokers},
-			Topic:     topic,
-			Partition: p,
-			MinBytes:  1,
-			MaxBytes:  8 << 20,
-			MaxWait:   100 * time.Millisecond,
-		})
-		readers = append(readers, rd)
-		go func() {
-			defer func() { finished <- struct{}{} }()
-			for {
-				m, err := rd.ReadMessage(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						select {
-						case results <- result{err: err}:
-						case <-ctx.Done():
-						}
-					}
-					return
-				}
-				rec, err := toRecord(m)
-				select {
-				case results <- result{rec: rec, err: err}:
-				case <-ctx.Done():
-					return
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
+	out := make([]record, 0, len(msgs))
+	for _, m := range msgs {
+		rec, err := toRecord(m)
+		if err != nil {
+			t.Fatalf("consuming %s: %v", topic, err)
+		}
+		out = append(out, rec)
 	}
-	defer func() {
-		cancel()
-		for range parts {
-			<-finished
-		}
-		for _, rd := range readers {
-			rd.Close()
-		}
-	}()
-
-	var out []record
-	var quietTimer <-chan time.Time
-	overall := time.NewTimer(time.Until(deadline))
-	defer overall.Stop()
-	for {
-		if quietTimer == nil && len(out) >= want {
-			quietTimer = time.After(quiet)
-		}
-		select {
-		case r := <-results:
-			if r.err != nil {
-				t.Fatalf("consuming %s: %v", topic, r.err)
-			}
-			out = append(out, r.rec)
-		case <-quietTimer:
-			return out
-		case <-overall.C:
-			if quietTimer == nil {
-				t.Errorf("topic %s: %d of %d records after %s; %s", topic, len(out), want, timeout, f.slotState(t))
-				return out
-			}
-		}
+	if err != nil {
+		t.Errorf("topic %s: %d of %d records after %s; %s", topic, len(out), want, timeout, f.slotState(t))
 	}
+	return out
 }
 
 func toRecord(m kafka.Message) (record, error) {

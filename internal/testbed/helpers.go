@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 	"github.com/outboxrelay/outboxrelay/replication"
 )
 
@@ -98,123 +98,24 @@ func ConfirmedFlush(t testing.TB, conn *pgx.Conn, slot string) uint64 {
 // when the topic does not exist yet (every offset is then 0).
 func EndOffsets(t testing.TB, topic string) map[int]int64 {
 	t.Helper()
-	conn, err := kafka.Dial("tcp", KafkaBrokers(t))
+	ends, err := kafkaread.Reader{Broker: KafkaBrokers(t)}.EndOffsets(context.Background(), topic)
 	if err != nil {
-		t.Fatalf("dialing Kafka: %v", err)
+		t.Fatal(err)
 	}
-	defer conn.Close()
-	parts, err := conn.ReadPartitions(topic)
-	if err != nil {
-		if errors.Is(err, kafka.UnknownTopicOrPartition) {
-			return nil
-		}
-		t.Fatalf("reading partitions of %s: %v", topic, err)
-	}
-	out := map[int]int64{}
-	for _, p := range parts {
-		pc, err := kafka.DialLeader(context.Background(), "tcp", KafkaBrokers(t), topic, p.ID)
-		if err != nil {
-			t.Fatalf("dialing leader of %s/%d: %v", topic, p.ID, err)
-		}
-		out[p.ID], err = pc.ReadLastOffset()
-		pc.Close()
-		if err != nil {
-			t.Fatalf("reading end offset of %s/%d: %v", topic, p.ID, err)
-		}
-	}
-	return out
+	return ends
 }
 
 // Consume reads every record of topic written after the offsets in from
-// (see EndOffsets), across all partitions, until want records arrived or
-// timeout passed; then it waits quiet more for records that should not be
-// there. Records come back partition by partition, each in offset order.
+// (see EndOffsets; nil: from the start), across all partitions, until want
+// records arrived or timeout passed; then it waits quiet more for records
+// that should not be there. Each partition's records come in offset order.
 func Consume(t testing.TB, topic string, from map[int]int64, want int, timeout, quiet time.Duration) []kafka.Message {
 	t.Helper()
-	brokers := KafkaBrokers(t)
-	deadline := time.Now().Add(timeout)
-	var parts []kafka.Partition
-	for {
-		conn, err := kafka.Dial("tcp", brokers)
-		if err != nil {
-			t.Fatalf("dialing Kafka: %v", err)
-		}
-		parts, err = conn.ReadPartitions(topic)
-		conn.Close()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s never appeared: %v", topic, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	var out []kafka.Message
-	offsets := map[int]int64{}
-	for _, p := range parts {
-		offsets[p.ID] = from[p.ID]
-	}
-	quietUntil := time.Time{}
-	for {
-		progressed := false
-		for _, p := range parts {
-			msgs := fetch(t, brokers, topic, p.ID, offsets[p.ID])
-			if len(msgs) > 0 {
-				progressed = true
-				offsets[p.ID] = msgs[len(msgs)-1].Offset + 1
-				out = append(out, msgs...)
-			}
-		}
-		now := time.Now()
-		if len(out) >= want && quietUntil.IsZero() {
-			quietUntil = now.Add(quiet)
-		}
-		if !quietUntil.IsZero() && now.After(quietUntil) {
-			return out
-		}
-		if quietUntil.IsZero() && now.After(deadline) {
-			t.Fatalf("topic %s: %d of %d records after %s", topic, len(out), want, timeout)
-		}
-		if !progressed {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-}
-
-func fetch(t testing.TB, brokers, topic string, partition int, offset int64) []kafka.Message {
-	t.Helper()
-	conn, err := kafka.DialLeader(context.Background(), "tcp", brokers, topic, partition)
+	msgs, err := kafkaread.Reader{Broker: KafkaBrokers(t)}.Wait(context.Background(), topic, from, want, timeout, quiet)
 	if err != nil {
-		t.Fatalf("dialing leader of %s/%d: %v", topic, partition, err)
+		t.Fatal(err)
 	}
-	defer conn.Close()
-	last, err := conn.ReadLastOffset()
-	if err != nil {
-		t.Fatalf("end offset of %s/%d: %v", topic, partition, err)
-	}
-	if last <= offset {
-		return nil
-	}
-	if _, err := conn.Seek(offset, kafka.SeekAbsolute); err != nil {
-		t.Fatalf("seeking %s/%d to %d: %v", topic, partition, offset, err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	batch := conn.ReadBatch(1, 16<<20)
-	var out []kafka.Message
-	for {
-		m, err := batch.ReadMessage()
-		if err != nil {
-			break
-		}
-		out = append(out, m)
-		if m.Offset+1 >= last {
-			break
-		}
-	}
-	if err := batch.Close(); err != nil && len(out) == 0 {
-		t.Fatalf("fetching %s/%d from %d: %v", topic, partition, offset, err)
-	}
-	return out
+	return msgs
 }
 
 // RunExample runs an Example function that needs the bed (one without an

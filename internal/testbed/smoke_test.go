@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -165,13 +166,14 @@ func TestKafkaCreateProduceFetch(t *testing.T) {
 
 	// One key: every record is on one partition, in the order written.
 	part := msgs[0].Partition
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{brokers}, Topic: topic, Partition: part, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	for i := 0; i < n; i++ {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("Fetch record %d from partition %d: %v", i, part, err)
-		}
+	got, err := kafkaread.Reader{Broker: brokers}.Partition(ctx, topic, part, 0)
+	if err != nil {
+		t.Fatalf("Fetch from partition %d: %v", part, err)
+	}
+	if len(got) != n {
+		t.Fatalf("partition %d holds %d records, want %d", part, len(got), n)
+	}
+	for i, m := range got {
 		if want := fmt.Sprintf(`{"n":%d}`, i); string(m.Value) != want || string(m.Key) != "agg-1" {
 			t.Fatalf("record %d: key %q value %q; want agg-1 %s", i, m.Key, m.Value, want)
 		}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 )
 
 // OutboxQuery says how to read events from an outbox table.
@@ -66,74 +67,24 @@ func Outbox(ctx context.Context, conn *pgx.Conn, q OutboxQuery) ([]Event, error)
 
 // Topics reads every record of the topics, from the start of each
 // partition to its end at the time of the call, keeping the idHeader value
-// (Debezium's "id"), key and position. Missing topics count as empty.
+// (Debezium's "id"), key and position. Missing topics count as empty. Each
+// partition's records come in offset order.
 func Topics(ctx context.Context, dialer *kafka.Dialer, brokers string, topics []string, idHeader string) ([]Delivery, error) {
+	r := kafkaread.Reader{Broker: brokers, Dialer: dialer}
 	var out []Delivery
 	for _, topic := range topics {
-		conn, err := dialer.DialContext(ctx, "tcp", brokers)
+		msgs, err := r.Topic(ctx, topic)
 		if err != nil {
-			return nil, fmt.Errorf("verify: dialing %s: %w", brokers, err)
+			return nil, fmt.Errorf("verify: %w", err)
 		}
-		parts, err := conn.ReadPartitions(topic)
-		conn.Close()
-		if errors.Is(err, kafka.UnknownTopicOrPartition) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("verify: partitions of %s: %w", topic, err)
-		}
-		for _, p := range parts {
-			ds, err := readPartition(ctx, dialer, brokers, topic, p.ID, idHeader)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ds...)
-		}
-	}
-	return out, nil
-}
-
-func readPartition(ctx context.Context, dialer *kafka.Dialer, brokers, topic string, partition int, idHeader string) ([]Delivery, error) {
-	conn, err := dialer.DialLeader(ctx, "tcp", brokers, topic, partition)
-	if err != nil {
-		return nil, fmt.Errorf("verify: leader of %s/%d: %w", topic, partition, err)
-	}
-	defer conn.Close()
-	first, last, err := conn.ReadOffsets()
-	if err != nil {
-		return nil, fmt.Errorf("verify: offsets of %s/%d: %w", topic, partition, err)
-	}
-	var out []Delivery
-	for off := first; off < last; {
-		if _, err := conn.Seek(off, kafka.SeekAbsolute); err != nil {
-			return nil, fmt.Errorf("verify: seeking %s/%d to %d: %w", topic, partition, off, err)
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		batch := conn.ReadBatch(1, 8<<20)
-		n := 0
-		for {
-			m, err := batch.ReadMessage()
-			if err != nil {
-				break
-			}
-			n++
-			d := Delivery{Key: string(m.Key), Topic: topic, Partition: partition, Offset: m.Offset}
+		for _, m := range msgs {
+			d := Delivery{Key: string(m.Key), Topic: topic, Partition: m.Partition, Offset: m.Offset}
 			for _, h := range m.Headers {
 				if h.Key == idHeader {
 					d.ID = string(h.Value)
 				}
 			}
 			out = append(out, d)
-			off = m.Offset + 1
-			if off >= last {
-				break
-			}
-		}
-		if err := batch.Close(); err != nil && n == 0 {
-			return nil, fmt.Errorf("verify: reading %s/%d at %d: %w", topic, partition, off, err)
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("verify: no progress reading %s/%d at offset %d of %d", topic, partition, off, last)
 		}
 	}
 	return out, nil

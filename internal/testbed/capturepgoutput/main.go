@@ -64,13 +64,10 @@ func workload() []string {
 	}
 }
 
-func capture(ctx context.Context, dsn, out string) error {
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("connecting: %w", err)
-	}
-	defer admin.Close(context.Background())
-	setup := []string{
+// setupSQL makes the schema, publication and origin the workload uses,
+// after dropping what an earlier run left.
+func setupSQL() []string {
+	return []string{
 		`DROP SCHEMA IF EXISTS cap CASCADE`,
 		`DROP PUBLICATION IF EXISTS cap`,
 		`SELECT pg_drop_replication_slot('cap') FROM pg_replication_slots WHERE slot_name = 'cap'`,
@@ -85,17 +82,28 @@ func capture(ctx context.Context, dsn, out string) error {
 		`CREATE PUBLICATION cap FOR TABLE cap.outbox, cap.full_identity`,
 		`SELECT pg_replication_origin_create('cap_origin')`,
 	}
-	for _, s := range setup {
-		if _, err := admin.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
+}
+
+// cleanupSQL drops what setupSQL and the slot made.
+func cleanupSQL() []string {
+	return []string{
+		`SELECT pg_drop_replication_slot('cap') FROM pg_replication_slots WHERE slot_name = 'cap'`,
+		`DROP PUBLICATION IF EXISTS cap`, `DROP SCHEMA IF EXISTS cap CASCADE`,
+		`SELECT pg_replication_origin_drop('cap_origin')`,
+	}
+}
+
+func capture(ctx context.Context, dsn, out string) error {
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	defer admin.Close(context.Background())
+	if err := execAll(ctx, admin, setupSQL()); err != nil {
+		return err
 	}
 	defer func() {
-		for _, s := range []string{
-			`SELECT pg_drop_replication_slot('cap') FROM pg_replication_slots WHERE slot_name = 'cap'`,
-			`DROP PUBLICATION IF EXISTS cap`, `DROP SCHEMA IF EXISTS cap CASCADE`,
-			`SELECT pg_replication_origin_drop('cap_origin')`,
-		} {
+		for _, s := range cleanupSQL() {
 			_, _ = admin.Exec(context.Background(), s)
 		}
 	}()
@@ -104,29 +112,61 @@ func capture(ctx context.Context, dsn, out string) error {
 	if err != nil {
 		return fmt.Errorf("replication connection: %w", err)
 	}
-	slot, err := pglogrepl.CreateReplicationSlot(ctx, repl, "cap", "pgoutput", pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication})
+	end, err := streamWorkload(ctx, admin, repl)
 	if err != nil {
-		return fmt.Errorf("creating slot: %w", err)
+		return err
 	}
-	start, _ := pglogrepl.ParseLSN(slot.ConsistentPoint)
-	for _, s := range workload() {
-		if _, err := admin.Exec(ctx, s); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	n, err := writeFrames(ctx, repl, out, end)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("no frames received")
+	}
+	fmt.Printf("wrote %d frames to %s\n", n, out)
+	return nil
+}
+
+func execAll(ctx context.Context, conn *pgx.Conn, stmts []string) error {
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
+	return nil
+}
+
+// streamWorkload creates the slot, runs the workload and starts streaming
+// from the slot's start; it returns the WAL position after the workload.
+func streamWorkload(ctx context.Context, admin *pgx.Conn, repl *pgconn.PgConn) (pglogrepl.LSN, error) {
+	slot, err := pglogrepl.CreateReplicationSlot(ctx, repl, "cap", "pgoutput", pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication})
+	if err != nil {
+		return 0, fmt.Errorf("creating slot: %w", err)
+	}
+	start, _ := pglogrepl.ParseLSN(slot.ConsistentPoint)
+	if err := execAll(ctx, admin, workload()); err != nil {
+		return 0, err
+	}
 	var end pglogrepl.LSN
 	if err := admin.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan((*lsnText)(&end)); err != nil {
-		return err
+		return 0, err
 	}
 	err = pglogrepl.StartReplication(ctx, repl, "cap", start, pglogrepl.StartReplicationOptions{
 		PluginArgs: []string{"proto_version '1'", "publication_names 'cap'", "messages 'true'"},
 	})
 	if err != nil {
-		return fmt.Errorf("starting replication: %w", err)
+		return 0, fmt.Errorf("starting replication: %w", err)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
+	return end, nil
+}
+
+// writeFrames writes each WALData payload to out, numbered, until a frame
+// starts at or past end or the server has sent nothing for 3 s; it
+// returns how many it wrote.
+func writeFrames(ctx context.Context, repl *pgconn.PgConn, out string, end pglogrepl.LSN) (int, error) {
 	n := 0
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
@@ -134,9 +174,9 @@ func capture(ctx context.Context, dsn, out string) error {
 		rcancel()
 		if err != nil {
 			if pgconn.Timeout(err) {
-				break // caught up: the server has nothing more to send
+				return n, nil // caught up: the server has nothing more to send
 			}
-			return fmt.Errorf("receiving: %w", err)
+			return n, fmt.Errorf("receiving: %w", err)
 		}
 		cd, ok := msg.(*pgproto3.CopyData)
 		if !ok || len(cd.Data) == 0 || cd.Data[0] != pglogrepl.XLogDataByteID {
@@ -144,22 +184,17 @@ func capture(ctx context.Context, dsn, out string) error {
 		}
 		xld, err := pglogrepl.ParseXLogData(cd.Data[1:])
 		if err != nil {
-			return err
+			return n, err
 		}
 		n++
 		name := filepath.Join(out, fmt.Sprintf("%03d-%c.bin", n, xld.WALData[0]))
 		if err := os.WriteFile(name, xld.WALData, 0o644); err != nil {
-			return err
+			return n, err
 		}
 		if xld.WALStart >= end {
-			break
+			return n, nil
 		}
 	}
-	if n == 0 {
-		return errors.New("no frames received")
-	}
-	fmt.Printf("wrote %d frames to %s\n", n, out)
-	return nil
 }
 
 // lsnText scans an LSN from its text form.
