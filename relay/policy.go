@@ -98,30 +98,13 @@ func rowJSON(ev *router.Event) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, c.Name)
+		b = router.AppendJSONString(b, c.Name)
 		b = append(b, ':')
 		if c.Value.Null || c.Value.Unchanged {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSONString(b, string(c.Value.Text))
+			b = router.AppendJSONString(b, c.Value.Text)
 		}
 	}
 	return append(b, '}')
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }

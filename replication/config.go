@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
 // Snapshot modes (connector key snapshot.mode).
@@ -141,7 +143,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 		errs = append(errs, err)
 	}
 	c.RetryWait = time.Duration(ms) * time.Millisecond
-	for _, p := range splitList(c.TablesText) {
+	for _, p := range textlist.Split(c.TablesText) {
 		re, err := regexp.Compile(`^(?:` + p + `)$`)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("table.include.list: %q is not a valid regular expression: %v; write schema.table names, e.g. public.outbox", p, err))
@@ -377,16 +379,6 @@ func validSlotName(s string) bool {
 		}
 	}
 	return true
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func orDefault(v, def string) string {

@@ -357,4 +357,7 @@ func TestPoisonRowDeadLettered(t *testing.T) {
 	if v, _ := header(m, "__outboxrelay.source.table"); v != "public.outbox" {
 		t.Errorf("source table header %q", v)
 	}
+	if v, _ := header(m, "__connect.errors.exception.class.name"); v != "*router.RowError" {
+		t.Errorf("exception class header %q; want *router.RowError for a route value that is no legal topic", v)
+	}
 }

@@ -137,6 +137,8 @@ func TestImportBoundaries(t *testing.T) {
 		"router":      {mod},
 		"replication": {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
 		"sink":        {"github.com/jackc/pgx", "github.com/jackc/pglogrepl", mod + "replication"},
+		"outbox":      {mod + "relay", mod + "replication", mod + "sink"},
+		"consumer":    {mod + "relay", mod + "replication"},
 	}
 	for pkg, banned := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -145,6 +147,12 @@ func TestImportBoundaries(t *testing.T) {
 		}
 		for _, dep := range strings.Fields(string(out)) {
 			if dep == mod+pkg || (pkg == "replication" && strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"router") && !strings.HasPrefix(dep, mod+"sink") && !strings.HasPrefix(dep, mod+"relay")) {
+				continue
+			}
+			if pkg == "capture" || pkg == "router" {
+				if strings.HasPrefix(dep, mod) {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
 				continue
 			}
 			for _, b := range banned {
@@ -160,7 +168,7 @@ func TestImportBoundaries(t *testing.T) {
 // after initialisation.
 var allowedTables = map[string]bool{
 	"knownKeys": true, "routerOps": true, "actionNames": true, "Differences": true, "murmur2": true, "Files": true,
-	"skipReasons": true, "states": true, "scramSHA256": true, "scramSHA512": true,
+	"skipReasons": true, "states": true, "scramSHA256": true, "scramSHA512": true, "causeNames": true,
 }
 
 // TestNoPackageState pins invariant 8: package-level variables of non-test
@@ -212,4 +220,31 @@ func immutableInit(e ast.Expr) bool {
 		return true
 	}
 	return false
+}
+
+// dataTables are functions that only return a table.
+var dataTables = map[string]bool{"keyTable": true}
+
+// TestFunctionLength: a non-test function longer than 80 lines cannot be
+// read at once; split it (data tables aside).
+func TestFunctionLength(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, path := range goFiles(t) {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || dataTables[fd.Name.Name] {
+				continue
+			}
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > 80 {
+				t.Errorf("%s: %s is %d lines; split it (at most 80)", fset.Position(fd.Pos()), fd.Name.Name, n)
+			}
+		}
+	}
 }
