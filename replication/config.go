@@ -54,6 +54,11 @@ type Config struct {
 
 	Slot           string // slot.name, default debezium
 	DropSlotOnStop bool   // slot.drop.on.stop, default false
+	// SlotFailover (slot.failover, default false; PostgreSQL 17+) creates
+	// the slot with failover enabled, and enables it on an existing slot,
+	// so that standbys with sync_replication_slots = on keep a copy of it
+	// that survives a failover.
+	SlotFailover bool
 	// SlotMaxRetries and SlotRetryDelay (slot.max.retries, default 6;
 	// slot.retry.delay.ms, default 10000, as Debezium) bound the wait for a
 	// slot that another connection still holds, e.g. the walsender of a
@@ -117,6 +122,9 @@ func ParseConfig(m map[string]string) (Config, error) {
 		c.Port = c.Ports[0]
 	}
 	if c.DropSlotOnStop, err = boolKey(m, "slot.drop.on.stop", false); err != nil {
+		errs = append(errs, err)
+	}
+	if c.SlotFailover, err = boolKey(m, "slot.failover", false); err != nil {
 		errs = append(errs, err)
 	}
 	if c.SlotMaxRetries, err = intKey(m, "slot.max.retries", 6); err != nil {
@@ -307,6 +315,18 @@ func (c *Config) settingsError(err error) error {
 	return fmt.Errorf("%w for %s as %s: %w; check database.sslrootcert, database.sslcert, database.sslkey, database.sslpassword and database.sslmode",
 		ErrConnSettings, c.Where(), c.User, err)
 }
+
+// ForHost is the configuration of one host of database.hostname alone,
+// whatever its role (check reads a standby's settings with it).
+func (c *Config) ForHost(i int) *Config {
+	h := *c
+	hosts := splitHosts(c.Host)
+	h.Host, h.Port, h.Ports = hosts[i], c.Ports[i], []int{c.Ports[i]}
+	return &h
+}
+
+// Hosts counts the hosts of database.hostname.
+func (c *Config) Hosts() int { return len(splitHosts(c.Host)) }
 
 // Where names the server(s) for messages: host:port[,host:port]/dbname.
 func (c *Config) Where() string {

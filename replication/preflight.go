@@ -42,6 +42,8 @@ type Slot struct {
 	ActivePID      int
 	ConfirmedFlush pglogrepl.LSN
 	WALStatus      string
+	Failover       bool // PostgreSQL 17+: synchronized to standbys
+	Synced         bool // PostgreSQL 17+: a standby's copy of a primary's slot
 }
 
 // Preflight checks, over an ordinary connection as the relay's role, that
@@ -128,7 +130,22 @@ func (s Settings) Findings(cfg *Config) []Finding {
 			Fix: "ALTER ROLE " + QuoteIdent(cfg.User) + " REPLICATION;",
 			Err: fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, QuoteIdent(cfg.User))}
 	}
-	return []Finding{version, wal, role}
+	out := []Finding{version, wal, role}
+	if cfg.SlotFailover {
+		out = append(out, s.failoverFinding())
+	}
+	return out
+}
+
+// failoverFinding: slot.failover needs PostgreSQL 17 (CREATE_REPLICATION_SLOT
+// … FAILOVER, slot synchronization).
+func (s Settings) failoverFinding() Finding {
+	if s.VersionNum >= 170000 {
+		return Finding{Name: "slot.failover", OK: true, Detail: "PostgreSQL " + s.Version + " synchronizes failover slots to standbys with sync_replication_slots = on"}
+	}
+	return Finding{Name: "slot.failover", Detail: "PostgreSQL " + s.Version + " has no failover slots",
+		Fix: "upgrade to PostgreSQL 17 or newer, or set slot.failover=false",
+		Err: fmt.Errorf("preflight: %w: slot.failover=true needs PostgreSQL 17 or newer, the server is %s (server_version_num %d): set slot.failover=false, or upgrade", ErrServerVersion, s.Version, s.VersionNum)}
 }
 
 // InspectSlot reads the slot's row from pg_replication_slots.
@@ -137,9 +154,12 @@ func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error)
 	var pid *int32
 	var flush *string
 	var wal *string
-	err := conn.QueryRow(ctx, `SELECT plugin, database, temporary, active, active_pid, confirmed_flush_lsn::text, wal_status
-		FROM pg_replication_slots WHERE slot_name = $1`, name).
-		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal)
+	// failover and synced exist from PostgreSQL 17 on: read through
+	// to_jsonb, which yields NULL (false) on older servers.
+	err := conn.QueryRow(ctx, `SELECT plugin, database, temporary, active, active_pid, confirmed_flush_lsn::text, wal_status,
+		coalesce((to_jsonb(s)->>'failover')::bool, false), coalesce((to_jsonb(s)->>'synced')::bool, false)
+		FROM pg_replication_slots s WHERE slot_name = $1`, name).
+		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal, &s.Failover, &s.Synced)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}

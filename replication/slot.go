@@ -21,15 +21,27 @@ type createdSlot struct {
 // snapshot reads exactly the rows committed before the consistent point; it
 // stays valid only until the next command on this connection, so the caller
 // must finish importing it before START_REPLICATION.
-func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export bool, log *slog.Logger) (createdSlot, error) {
-	action := "NOEXPORT_SNAPSHOT"
-	if export {
-		action = "EXPORT_SNAPSHOT"
+func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export, failover bool, log *slog.Logger) (createdSlot, error) {
+	var res pglogrepl.CreateReplicationSlotResult
+	var err error
+	if failover {
+		// PostgreSQL 17's option list; pglogrepl writes the old syntax only.
+		snapshot := "nothing"
+		if export {
+			snapshot = "export"
+		}
+		res, err = pglogrepl.ParseCreateReplicationSlot(conn.Exec(ctx,
+			fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT '%s', FAILOVER true)", name, snapshot)))
+	} else {
+		action := "NOEXPORT_SNAPSHOT"
+		if export {
+			action = "EXPORT_SNAPSHOT"
+		}
+		res, err = pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput", pglogrepl.CreateReplicationSlotOptions{
+			Mode:           pglogrepl.LogicalReplication,
+			SnapshotAction: action,
+		})
 	}
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput", pglogrepl.CreateReplicationSlotOptions{
-		Mode:           pglogrepl.LogicalReplication,
-		SnapshotAction: action,
-	})
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42710" { // duplicate_object: another instance won the race
@@ -44,7 +56,7 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export bo
 	if err != nil {
 		return createdSlot{}, fmt.Errorf("creating slot %q: consistent point %q: %w", name, res.ConsistentPoint, err)
 	}
-	log.Info("replication slot created", "slot", name, "consistent_point", lsn.String(), "snapshot", res.SnapshotName)
+	log.Info("replication slot created", "slot", name, "consistent_point", lsn.String(), "snapshot", res.SnapshotName, "failover", failover)
 	return createdSlot{ConsistentPoint: lsn, SnapshotName: res.SnapshotName}, nil
 }
 
@@ -63,6 +75,16 @@ func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, ser
 	if err != nil {
 		return fmt.Errorf("starting replication on slot %q at %s: %w", cfg.Slot, from, err)
 	}
+	return nil
+}
+
+// enableFailover turns failover on for an existing slot (slot.failover), so
+// that standbys synchronize it from now on.
+func enableFailover(ctx context.Context, conn *pgconn.PgConn, name string, log *slog.Logger) error {
+	if _, err := conn.Exec(ctx, fmt.Sprintf("ALTER_REPLICATION_SLOT %s (FAILOVER true)", name)).ReadAll(); err != nil {
+		return fmt.Errorf("enabling failover on slot %q (slot.failover): %w", name, err)
+	}
+	log.Info("failover enabled on the replication slot (slot.failover)", "slot", name)
 	return nil
 }
 

@@ -174,6 +174,11 @@ func (s *Source) prepare(ctx context.Context, st *stream, known capture.Known) e
 			"slot", cfg.Slot, "last_delivered", known.Last().String())
 	}
 	st.from = st.srv.Slot.ConfirmedFlush
+	if s.cfg.SlotFailover && st.srv.Slot.Exists && !st.srv.Slot.Failover && p.Action != Refuse {
+		if err := enableFailover(ctx, st.repl, cfg.Slot, log); err != nil {
+			return err
+		}
+	}
 	switch p.Action {
 	case Refuse:
 		return p.Err
@@ -227,7 +232,7 @@ func (s *Source) create(ctx context.Context, st *stream) error {
 			return err
 		}
 	}
-	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.opt.Log)
+	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.cfg.SlotFailover, s.opt.Log)
 	if err != nil {
 		return err
 	}

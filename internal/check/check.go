@@ -148,6 +148,9 @@ func (c *checker) postgres(ctx context.Context) {
 		c.fail("replication slot "+cfg.Slot, slotErr.Error(), "")
 	} else {
 		c.slot(ctx, slot)
+		if cfg.SlotFailover && set.VersionNum >= 170000 {
+			c.failover(ctx, slot)
+		}
 	}
 	c.sampleRecords(ctx)
 }
