@@ -81,6 +81,10 @@ func startPrivateBed(t *testing.T) *privateBed {
 func (b *privateBed) devenv(args ...string) (string, error) {
 	cmd := exec.Command(b.script, args...)
 	cmd.Env = append(os.Environ(), "OUTBOXRELAY_DEVENV_DIR="+b.dir)
+	// The shared bed's PostgreSQL major, not devenv's default.
+	if v := os.Getenv(testbed.EnvPostgresVersion); v != "" {
+		cmd.Env = append(cmd.Env, "OUTBOXRELAY_PG_VERSION="+v)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A server it starts must not keep our pipes open forever.

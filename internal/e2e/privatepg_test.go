@@ -113,10 +113,17 @@ func privateCluster(t *testing.T, conf string) int {
 	return port
 }
 
-// postgresBinDir is the newest /usr/lib/postgresql/*/bin with a server,
-// or pg_config's bindir; "" when there is none.
+// postgresBinDir is the bed's server binaries (so a private cluster runs
+// the same PostgreSQL major as the bed), else pg_config's bindir or the
+// newest /usr/lib/postgresql/*/bin with a server; "" when there is none.
 func postgresBinDir(t *testing.T) string {
 	t.Helper()
+	if d := os.Getenv(testbed.EnvPostgresBinDir); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			t.Fatalf("%s=%s: %v", testbed.EnvPostgresBinDir, d, err)
+		}
+		return d
+	}
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
 		d := strings.TrimSpace(string(out))
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {

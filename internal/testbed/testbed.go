@@ -48,6 +48,15 @@ func lookup(t testing.TB, name, what string) string {
 	return ""
 }
 
+// Environment variables naming the bed's PostgreSQL server: its major
+// (OUTBOXRELAY_PG_VERSION of scripts/devenv) and the directory of its
+// initdb, pg_ctl and postgres, for tests that start clusters of their own.
+// The clients (psql, pg_recvlogical) are Debian's, whatever the server.
+const (
+	EnvPostgresVersion = "OUTBOXRELAY_TEST_PG_VERSION"
+	EnvPostgresBinDir  = "OUTBOXRELAY_TEST_PG_BINDIR"
+)
+
 // Environment variables of the bed's TLS and SASL endpoints.
 const (
 	EnvPostgresCA        = "OUTBOXRELAY_TEST_PG_CA"
