@@ -31,7 +31,7 @@ func (c *checker) failover(ctx context.Context, slot replication.Slot) {
 		c.fail("synchronized_standby_slots", "empty: the relay may receive changes a standby has not, and after a failover that standby's copy of the slot would be behind what Kafka has",
 			"ALTER SYSTEM SET synchronized_standby_slots = '<the standby''s physical slot>'; SELECT pg_reload_conf(); -- on the primary")
 	} else {
-		c.pass("synchronized_standby_slots", standbySlots)
+		c.standbySlotsExist(ctx, standbySlots)
 	}
 	standbys := 0
 	for i := 0; i < c.pg.Hosts(); i++ {
@@ -94,4 +94,24 @@ func (c *checker) expect(name string, ok bool, detail, fix string) {
 		return
 	}
 	c.fail(name, detail, fix)
+}
+
+// standbySlotsExist: every slot synchronized_standby_slots names must be
+// a physical slot here, or logical decoding waits for it forever (as on a
+// promoted standby that kept its old primary's setting).
+func (c *checker) standbySlotsExist(ctx context.Context, list string) {
+	var missing []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		var typ string
+		if err := c.conn.QueryRow(ctx, `SELECT slot_type FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&typ); err != nil || typ != "physical" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		c.pass("synchronized_standby_slots", list)
+		return
+	}
+	c.fail("synchronized_standby_slots", list+": no physical slot "+strings.Join(missing, ", ")+" here, so logical decoding waits for it and the relay receives nothing",
+		"ALTER SYSTEM SET synchronized_standby_slots = '<the physical slots of this server''s standbys>'; SELECT pg_reload_conf(); -- or '' without a standby")
 }

@@ -27,6 +27,19 @@ import (
 // is skipped (failed with OUTBOXRELAY_REQUIRE_SERVICES=1).
 func privateCluster(t *testing.T, conf string) int {
 	t.Helper()
+	return startPrivatePG(t, conf).port
+}
+
+// privatePG is a private cluster: its port, its directory (owned by the
+// postgres OS user), its data directory and the server binaries.
+type privatePG struct {
+	port           int
+	dir, data, bin string
+}
+
+// startPrivatePG starts a private cluster (see privateCluster).
+func startPrivatePG(t *testing.T, conf string) privatePG {
+	t.Helper()
 	unavailable := func(format string, args ...any) {
 		t.Helper()
 		if testbed.Required() {
@@ -78,9 +91,19 @@ func privateCluster(t *testing.T, conf string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pg := privatePG{dir: dir, data: data, bin: bin}
+	pg.port = pg.start(t)
+	return pg
+}
+
+// start starts the cluster in pg.data on a free port, records the port in
+// its postgresql.conf and stops the cluster at the end of the test.
+func (pg privatePG) start(t *testing.T) int {
+	t.Helper()
+	data, dir := pg.data, pg.dir
 	// The port is found free, released, then bound by the server; an
 	// outgoing connection can take it in between, so try a few.
-	pgCtl := filepath.Join(bin, "pg_ctl")
+	pgCtl := filepath.Join(pg.bin, "pg_ctl")
 	var port int
 	for attempt := 1; ; attempt++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
