@@ -19,8 +19,9 @@ var (
 	// must stop, and can do nothing more.
 	ErrFenced = errors.New("kafkabatch: fenced by a newer producer with the same transactional.id")
 	// ErrAbortable: the current transaction cannot commit (out-of-order
-	// sequence, unknown producer id, a record the broker refused...). Call
-	// Abort, then produce again from the last committed position.
+	// sequence, unknown producer id, a record the broker refused, a
+	// commit whose answer never came...). Call Abort, or Init when Abort
+	// fails too, then produce again from the last committed position.
 	ErrAbortable = errors.New("kafkabatch: the transaction must be aborted")
 )
 
@@ -127,9 +128,14 @@ func (p *TxnProducer) Epoch() int16      { return p.epoch }
 // or not, this is the takeover: the coordinator aborts its open
 // transaction and bumps the epoch, so its next request fails as fenced.
 // Init retries while the coordinator loads, moves or finishes that abort.
+//
+// After ErrAbortable, Init is the way out that always works: with the
+// current producer id and epoch it asks for a bump, and the coordinator
+// first ends the transaction (a commit already under way completes,
+// anything else is aborted). Read the last committed position back after it.
 func (p *TxnProducer) Init(ctx context.Context) error {
 	switch p.state {
-	case stateUninit, stateReady:
+	case stateUninit, stateReady, stateAbortable:
 	case stateFenced:
 		return p.fencedErr("InitProducerId", nil)
 	default:
@@ -210,6 +216,9 @@ func (p *TxnProducer) Produce(ctx context.Context, tp TopicPartition, msgs []Mes
 		return nil
 	})
 	if err != nil {
+		// Whether the batch was written is unknown, so its sequence may
+		// be taken: after the abort, a new epoch numbers from 0 again.
+		p.bump = true
 		return -1, p.fail(fmt.Sprintf("producing %d records to %s/%d at sequence %d", len(msgs), tp.Topic, tp.Partition, seq), err)
 	}
 	p.sequences[tp] = IncrementSequence(seq, int32(len(msgs)))

@@ -80,8 +80,8 @@ func produce(t *testing.T, ctx context.Context, p *TxnProducer, tp TopicPartitio
 // TestTxnCommitAbortReadCommitted, on the bed's broker: a committed
 // transaction over two partitions, an aborted one, a committed one. Kafka's
 // own console consumer reading read_committed sees the committed records
-// only; the aborted ones are in the log all the same (kafka-go, which does
-// not filter aborted transactions, reads them).
+// only, and so does FetchCommitted; the aborted ones are in the log all
+// the same (kafka-go, which does not filter aborted transactions, reads them).
 func TestTxnCommitAbortReadCommitted(t *testing.T) {
 	c, topic := bedClient(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -103,26 +103,37 @@ func TestTxnCommitAbortReadCommitted(t *testing.T) {
 
 	must(t, "Begin", p.Begin())
 	produce(t, ctx, p, p0, 6, "c2-0")
+	produce(t, ctx, p, p1, 5, "c2-1") // 4 is the abort marker
 	must(t, "Commit", p.Commit(ctx))
 
+	// Each partition's aborted records come before its last committed
+	// one, so a reader that delivered them would show them.
+	want := [2][]string{{"c1-0", "c1-1", "c1-3", "c2-0"}, {"c1-2", "c2-1"}}
 	var committed [2][]string
 	var wg sync.WaitGroup
 	for part := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			committed[part] = javaReadCommitted(t, topic, part)
+			committed[part] = javaReadCommitted(t, topic, part, len(want[part]))
 		}()
 	}
 	wg.Wait()
-	if want := []string{"c1-0", "c1-1", "c1-3", "c2-0"}; !slices.Equal(committed[0], want) {
-		t.Errorf("partition 0, read_committed: %q, want %q", committed[0], want)
+	for part := range 2 {
+		if !slices.Equal(committed[part], want[part]) {
+			t.Errorf("partition %d, read_committed: %q, want %q", part, committed[part], want[part])
+		}
 	}
-	if want := []string{"c1-2"}; !slices.Equal(committed[1], want) {
-		t.Errorf("partition 1, read_committed: %q, want %q", committed[1], want)
+	for part := range 2 {
+		if got := fetchCommitted(t, c, TopicPartition{topic, part}); !slices.Equal(got, committed[part]) {
+			t.Errorf("partition %d: FetchCommitted read %q, Kafka's console consumer %q", part, got, committed[part])
+		}
 	}
 	if got, want := readUncommitted(t, c, p0), []string{"c1-0", "c1-1", "c1-3", "a-0", "c2-0"}; !slices.Equal(got, want) {
 		t.Errorf("partition 0, read_uncommitted: %q, want %q", got, want)
+	}
+	if got, want := readUncommitted(t, c, p1), []string{"c1-2", "a-1", "a-2", "c2-1"}; !slices.Equal(got, want) {
+		t.Errorf("partition 1, read_uncommitted: %q, want %q", got, want)
 	}
 }
 
@@ -166,23 +177,27 @@ func TestTxnFencing(t *testing.T) {
 	produce(t, ctx, third, tp, 4, "third-0", "third-1")
 	must(t, "Commit", third.Commit(ctx))
 
-	if got, want := javaReadCommitted(t, topic, 0), []string{"third-0", "third-1"}; !slices.Equal(got, want) {
+	want := []string{"third-0", "third-1"} // after the aborted zombie-0 and b-0
+	if got := javaReadCommitted(t, topic, 0, len(want)); !slices.Equal(got, want) {
 		t.Errorf("read_committed: %q, want %q", got, want)
+	}
+	if got := fetchCommitted(t, c, tp); !slices.Equal(got, want) {
+		t.Errorf("FetchCommitted: %q, want %q", got, want)
 	}
 	if got, want := readUncommitted(t, c, tp), []string{"zombie-0", "b-0", "third-0", "third-1"}; !slices.Equal(got, want) {
 		t.Errorf("read_uncommitted: %q, want %q", got, want)
 	}
 }
 
-// javaReadCommitted reads a partition from the start with Kafka's console
-// consumer, isolation.level=read_committed, until it is idle 3 s, and
-// returns the values.
-func javaReadCommitted(t *testing.T, topic string, partition int) []string {
+// javaReadCommitted reads the first n values of a partition with Kafka's
+// console consumer, isolation.level=read_committed.
+func javaReadCommitted(t *testing.T, topic string, partition, n int) []string {
 	cmd := exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-cp", javaClasspath(t), "org.apache.kafka.tools.consumer.ConsoleConsumer",
 		"--bootstrap-server", testbed.KafkaBrokers(t), "--topic", topic,
 		"--partition", fmt.Sprint(partition), "--offset", "earliest",
-		"--isolation-level", "read_committed", "--timeout-ms", "3000", "--property", "print.offset=true")
+		"--isolation-level", "read_committed", "--max-messages", fmt.Sprint(n), "--timeout-ms", "30000",
+		"--property", "print.offset=true")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil || !strings.Contains(stderr.String(), "Processed a total of") {
@@ -248,4 +263,27 @@ func readAll(b kafka.Bytes) ([]byte, error) {
 	var buf bytes.Buffer
 	_, err := buf.ReadFrom(b)
 	return buf.Bytes(), err
+}
+
+// fetchCommitted reads a partition's values with FetchCommitted, to its end.
+func fetchCommitted(t *testing.T, c *kafka.Client, tp TopicPartition) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []string
+	for offset := int64(0); ; {
+		f, err := FetchCommitted(ctx, c, tp, offset, 1<<20)
+		if err != nil {
+			t.Fatalf("FetchCommitted: %v", err)
+		}
+		for _, b := range f.Batches {
+			for _, r := range b.Records {
+				out = append(out, string(r.Value))
+			}
+		}
+		if f.Next >= f.LastStableOffset || f.Next == offset {
+			return out
+		}
+		offset = f.Next
+	}
 }

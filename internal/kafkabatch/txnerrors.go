@@ -107,11 +107,9 @@ func (p *TxnProducer) fail(op string, err error) error {
 	}
 	if p.state == stateInTxn || p.state == stateAbortable {
 		p.state = stateAbortable
-		// Whether a failed produce was written is unknown, so its
-		// sequence may be taken: after the abort, a new epoch numbers
-		// from 0 again. OUT_OF_ORDER_SEQUENCE / UNKNOWN_PRODUCER_ID say
-		// the same of the broker's view.
-		if op != "EndTxn (abort)" && op != "EndTxn (commit)" || errors.Is(err, kafka.OutOfOrderSequenceNumber) || errors.Is(err, kafka.UnknownProducerId) {
+		// The broker's sequences for this producer are off: after the
+		// abort, a new epoch numbers from 0 again.
+		if errors.Is(err, kafka.OutOfOrderSequenceNumber) || errors.Is(err, kafka.UnknownProducerId) {
 			p.bump = true
 		}
 		return fmt.Errorf("kafkabatch: %s (transactional.id %q, producer id %d, epoch %d): %w: %w", op, p.cfg.TransactionalID, p.producerID, p.epoch, ErrAbortable, err)

@@ -101,7 +101,7 @@ func TestTxnStateOrder(t *testing.T) {
 		t.Errorf("Abort of an empty transaction: %v", err)
 	}
 	p.state = stateFenced
-	for name, err := range map[string]error{"Init": p.Init(ctx), "Begin": p.Begin(), "Abort": p.Abort(ctx)} {
+	for name, err := range map[string]error{"Init": p.Init(ctx), "Begin": p.Begin(), "Abort": p.Abort(ctx), "Commit": p.Commit(ctx)} {
 		if !errors.Is(err, ErrFenced) {
 			t.Errorf("%s when fenced: %v", name, err)
 		}

@@ -14,7 +14,7 @@ BUILD=$(mktemp -d); trap 'rm -rf "$BUILD"' EXIT
 javac -d "$BUILD" -cp "$LIBS/*" "$HERE/Capture.java"
 java -cp "$LIBS/*:$BUILD" -Dlog4j2.level=warn Capture "$BROKERS" "$HERE" 2> "$BUILD/capture.log" || { cat "$BUILD/capture.log" >&2; exit 1; }
 sleep 1
-: > "$HERE/dumplog.txt"
+: > "$HERE/dumplog.txt"; : > "$HERE/aborted.txt"; : > "$HERE/readcommitted.txt"
 for dir in "$STATE"/kafka/data/capture-*-0; do
 	topic=$(basename "$dir")
 	# The broker may have rolled the log: its segments, in offset order (the
@@ -23,5 +23,16 @@ for dir in "$STATE"/kafka/data/capture-*-0; do
 	echo "== $topic" >> "$HERE/dumplog.txt"
 	java -cp "$LIBS/*" kafka.tools.DumpLogSegments --deep-iteration --print-data-log \
 		--files "$(ls "$dir"/*.log | paste -sd, -)" | grep -v -e '^Dumping ' -e '^Log starting offset' >> "$HERE/dumplog.txt"
+	# The broker's index of aborted transactions (what a read_committed
+	# fetch lists), and the offsets Kafka's console consumer delivers
+	# reading read_committed: the oracles of TestCommittedMatchesJava.
+	echo "== $topic" >> "$HERE/aborted.txt"
+	java -cp "$LIBS/*" kafka.tools.DumpLogSegments --files "$(ls "$dir"/*.txnindex | paste -sd, -)" \
+		| grep '^version' >> "$HERE/aborted.txt" || true
+	echo "== $topic" >> "$HERE/readcommitted.txt"
+	java -cp "$LIBS/*" org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$BROKERS" \
+		--topic "${topic%-0}" --partition 0 --offset earliest --isolation-level read_committed \
+		--timeout-ms 5000 --property print.offset=true --property print.value=false \
+		| grep '^Offset:' >> "$HERE/readcommitted.txt" || true
 done
 ls -l "$HERE"/*.log
