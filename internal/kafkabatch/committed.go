@@ -90,11 +90,18 @@ func FetchCommitted(ctx context.Context, c *kafka.Client, tp TopicPartition, off
 		rt = kafka.DefaultTransport
 	}
 	m, err := rt.RoundTrip(ctx, c.Addr, &fetch.Request{
-		ReplicaID: -1, MaxWaitTime: 0, MinBytes: 1, MaxBytes: int32(maxBytes),
+		ReplicaID:      -1, // a consumer
+		MinBytes:       1,  // answer at once (MaxWaitTime 0)
+		MaxBytes:       int32(maxBytes),
 		IsolationLevel: 1, // read_committed
-		SessionID: -1, SessionEpoch: -1, // no fetch session
+		SessionID:      -1,
+		SessionEpoch:   -1, // no fetch session
 		Topics: []fetch.RequestTopic{{Topic: tp.Topic, Partitions: []fetch.RequestPartition{{
-			Partition: int32(tp.Partition), CurrentLeaderEpoch: -1, FetchOffset: offset, LogStartOffset: -1, PartitionMaxBytes: int32(maxBytes),
+			Partition:          int32(tp.Partition),
+			CurrentLeaderEpoch: -1,
+			FetchOffset:        offset,
+			LogStartOffset:     -1,
+			PartitionMaxBytes:  int32(maxBytes),
 		}}}},
 	})
 	if err != nil {
