@@ -1,11 +1,13 @@
 package kafkabatch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -183,5 +185,39 @@ func TestSnappyFrameLongerThanTheBatch(t *testing.T) {
 	_, _, err := Decode(b)
 	if err == nil || !strings.Contains(err.Error(), "xerial block of 1191247922 bytes with 1 left") {
 		t.Fatalf("Decode: %v", err)
+	}
+}
+
+// Regression: the decoder allocated room for the record count a batch
+// claims once the decompressed records were long enough to hold it at 7
+// bytes a record: a few KiB of gzip made it allocate 96 bytes per claimed
+// record, hundreds of MiB, and FuzzDecode's workers died. Room now grows
+// with the records actually read.
+func TestClaimedCountAllocatesNothing(t *testing.T) {
+	var zeros bytes.Buffer
+	w := compress.Gzip.Codec().NewWriter(&zeros)
+	if _, err := w.Write(make([]byte, 8<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, headerSize, headerSize+zeros.Len())
+	b = append(b, zeros.Bytes()...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-lengthEnd))
+	b[16] = Magic
+	b[22] = byte(compress.Gzip)
+	binary.BigEndian.PutUint32(b[57:], (8<<20)/minRecordSize)
+	reCRC(b)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := Decode(b)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "record 0") {
+		t.Fatalf("Decode: %v, want an error in record 0", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 48<<20 {
+		t.Errorf("Decode allocated %d MiB for 8 MiB of records", n>>20)
 	}
 }

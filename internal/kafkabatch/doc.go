@@ -13,5 +13,10 @@
 //
 // TxnProducer, on top, is the transactional producer state machine
 // (InitProducerId, AddPartitionsToTxn, produce with sequences, EndTxn) over
-// kafka-go's Client.
+// kafka-go's Client. Committed and FetchCommitted read the way a Java
+// read_committed consumer does, which kafka-go's fetch does not (it
+// delivers aborted records).
+//
+// Nothing in the relay uses this package yet: it is the groundwork of
+// exactly-once delivery (issue 17).
 package kafkabatch

@@ -287,3 +287,34 @@ func fetchCommitted(t *testing.T, c *kafka.Client, tp TopicPartition) []string {
 		offset = f.Next
 	}
 }
+
+// TestTxnSequenceGapAbortsAndBumps: a batch whose sequence the broker does
+// not expect (here: a gap made on purpose) fails as ErrAbortable; Abort
+// then bumps the epoch, numbering starts again, and the next transaction
+// commits. read_committed sees the committed records only.
+func TestTxnSequenceGapAbortsAndBumps(t *testing.T) {
+	c, topic := bedClient(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tp := TopicPartition{topic, 0}
+	p := newTxn(t, c, topic)
+	must(t, "Init", p.Init(ctx))
+	must(t, "Begin", p.Begin())
+	produce(t, ctx, p, tp, 0, "ok-0")
+	p.sequences[tp] += 5 // as if five records had been lost
+	_, err := p.Produce(ctx, tp, values("after-gap"))
+	if !errors.Is(err, ErrAbortable) || !errors.Is(err, kafka.OutOfOrderSequenceNumber) {
+		t.Fatalf("produce after a sequence gap: %v, want ErrAbortable and OUT_OF_ORDER_SEQUENCE_NUMBER", err)
+	}
+	epoch := p.Epoch()
+	must(t, "Abort", p.Abort(ctx))
+	if p.Epoch() <= epoch || p.sequences[tp] != 0 {
+		t.Errorf("after the abort: epoch %d (was %d), next sequence %d; want a higher epoch and 0", p.Epoch(), epoch, p.sequences[tp])
+	}
+	must(t, "Begin", p.Begin())
+	produce(t, ctx, p, tp, 2, "ok-1") // 1 is the abort marker
+	must(t, "Commit", p.Commit(ctx))
+	if got, want := fetchCommitted(t, c, tp), []string{"ok-1"}; !slices.Equal(got, want) {
+		t.Errorf("read_committed: %q, want %q", got, want)
+	}
+}
