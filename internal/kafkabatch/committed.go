@@ -82,8 +82,9 @@ type Fetched struct {
 //
 // The batches are rebuilt from kafka-go's decoding of the response (it has
 // no raw one): offsets, producer fields, attributes, keys, values and
-// headers are the broker's; LastOffsetDelta is the last record's (the
-// same but after compaction) and the timestamps count from the first record.
+// headers are the broker's (but kafka-go reads a null header value as
+// empty); LastOffsetDelta is the last record's (the same but after
+// compaction) and the timestamps count from the first record.
 func FetchCommitted(ctx context.Context, c *kafka.Client, tp TopicPartition, offset int64, maxBytes int) (Fetched, error) {
 	rt := c.Transport
 	if rt == nil {
