@@ -248,8 +248,10 @@ func (p *TxnProducer) addPartition(ctx context.Context, tp TopicPartition) error
 	})
 }
 
-// Commit ends the open transaction with a commit (EndTxn): once it
-// returns nil, read_committed readers see every record of it.
+// Commit ends the open transaction with a commit (EndTxn). Once it
+// returns nil the transaction is committed for good; read_committed
+// readers see its records as soon as the coordinator has written the
+// markers, a moment later (so with Java's producer too).
 func (p *TxnProducer) Commit(ctx context.Context) error {
 	if p.state != stateInTxn {
 		return p.stateErr("committing")

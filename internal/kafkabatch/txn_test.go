@@ -265,7 +265,9 @@ func readAll(b kafka.Bytes) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// fetchCommitted reads a partition's values with FetchCommitted, to its end.
+// fetchCommitted reads a partition's values with FetchCommitted, to its
+// end once no transaction is open there: the coordinator writes the
+// markers after EndTxn answered, so the last stable offset may lag a moment.
 func fetchCommitted(t *testing.T, c *kafka.Client, tp TopicPartition) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -281,8 +283,11 @@ func fetchCommitted(t *testing.T, c *kafka.Client, tp TopicPartition) []string {
 				out = append(out, string(r.Value))
 			}
 		}
-		if f.Next >= f.LastStableOffset || f.Next == offset {
+		if f.Next >= f.HighWatermark && f.LastStableOffset == f.HighWatermark {
 			return out
+		}
+		if f.Next == offset {
+			time.Sleep(50 * time.Millisecond) // nothing stable past offset yet
 		}
 		offset = f.Next
 	}
