@@ -1,0 +1,301 @@
+package kafkabatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// Errors of TxnProducer. Each wraps the broker's error, so errors.Is with
+// kafka-go's kafka.Error values works too.
+var (
+	// ErrFenced: another producer with the same transactional.id called
+	// InitProducerId since this one did (the broker answered
+	// PRODUCER_FENCED or INVALID_PRODUCER_EPOCH). It took over: this one
+	// must stop, and can do nothing more.
+	ErrFenced = errors.New("kafkabatch: fenced by a newer producer with the same transactional.id")
+	// ErrAbortable: the current transaction cannot commit (out-of-order
+	// sequence, unknown producer id, a record the broker refused, a
+	// commit whose answer never came...). Call Abort, or Init when Abort
+	// fails too, then produce again from the last committed position.
+	ErrAbortable = errors.New("kafkabatch: the transaction must be aborted")
+)
+
+// TxnConfig configures a TxnProducer.
+type TxnConfig struct {
+	// TransactionalID (Kafka's transactional.id) names the producer across
+	// restarts: a new producer with the same id fences the old one.
+	TransactionalID string
+	// TransactionTimeout (transaction.timeout.ms, default 60 s as in Java):
+	// the coordinator aborts a transaction open longer than this.
+	TransactionTimeout time.Duration
+	// Compression (compression.type) of the batches; default none.
+	Compression Compression
+	// RetryBackoff (retry.backoff.ms, default 100 ms) is the first wait
+	// before a retry; it doubles up to RetryBackoffMax (retry.backoff.max.ms,
+	// default 1 s). Retries last until the context ends.
+	RetryBackoff, RetryBackoffMax time.Duration
+}
+
+// Validate applies the defaults and checks cfg.
+func (c *TxnConfig) Validate() error {
+	if c.TransactionalID == "" {
+		return errors.New("kafkabatch: transactional.id is empty; set it (the connector name is a good one)")
+	}
+	if c.TransactionTimeout == 0 {
+		c.TransactionTimeout = 60 * time.Second
+	}
+	// The broker refuses timeouts above transaction.max.timeout.ms (15
+	// minutes by default) at InitProducerId; below a millisecond is a typo.
+	if c.TransactionTimeout < time.Millisecond {
+		return fmt.Errorf("kafkabatch: transaction.timeout.ms is %s; write a positive number of milliseconds", c.TransactionTimeout)
+	}
+	if c.Compression < 0 || c.Compression.Codec() == nil && c.Compression != 0 {
+		return fmt.Errorf("kafkabatch: compression.type %d is unknown; write none, gzip, snappy, lz4 or zstd", c.Compression)
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = 100 * time.Millisecond
+	}
+	if c.RetryBackoffMax < c.RetryBackoff {
+		c.RetryBackoffMax = max(time.Second, c.RetryBackoff)
+	}
+	return nil
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int
+}
+
+type txnState int
+
+const (
+	stateUninit    txnState = iota // before Init
+	stateReady                     // no transaction open
+	stateInTxn                     // Begin called
+	stateAbortable                 // an error: only Abort is allowed
+	stateFenced                    // for good
+)
+
+// TxnProducer is a transactional producer on kafka-go's Client, as Java's
+// TransactionManager (transactions version 1, which kafka-go's request
+// versions speak): Init gets a producer id and epoch from the transaction
+// coordinator, fencing older producers of the same transactional.id;
+// Begin, Produce (adding each partition to the transaction once, numbering
+// each partition's records from sequence 0 per epoch), then Commit or Abort.
+//
+// It is not safe for concurrent use: one goroutine drives it, and Produce
+// sends one batch at a time, so sequences cannot arrive out of order.
+type TxnProducer struct {
+	client *kafka.Client
+	cfg    TxnConfig
+	log    *slog.Logger
+
+	producerID int64
+	epoch      int16
+	state      txnState
+	bump       bool // the epoch must be bumped after the abort (sequences broke)
+	added      map[TopicPartition]bool
+	sequences  map[TopicPartition]int32 // next sequence, per partition, this epoch
+}
+
+// NewTxnProducer checks cfg and makes a producer. It does not connect: Init does.
+func NewTxnProducer(client *kafka.Client, cfg TxnConfig, log *slog.Logger) (*TxnProducer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &TxnProducer{
+		client: client, cfg: cfg, log: log.With("transactional_id", cfg.TransactionalID),
+		producerID: NoProducerID, epoch: NoProducerEpoch,
+		added: map[TopicPartition]bool{}, sequences: map[TopicPartition]int32{},
+	}, nil
+}
+
+// ProducerID and Epoch are what Init got (-1 before).
+func (p *TxnProducer) ProducerID() int64 { return p.producerID }
+func (p *TxnProducer) Epoch() int16      { return p.epoch }
+
+// Init asks the transaction coordinator for a producer id and epoch
+// (InitProducerId). For the transactional.id's previous producer, alive
+// or not, this is the takeover: the coordinator aborts its open
+// transaction and bumps the epoch, so its next request fails as fenced.
+// Init retries while the coordinator loads, moves or finishes that abort.
+//
+// After ErrAbortable, Init is the way out that always works: with the
+// current producer id and epoch it asks for a bump, and the coordinator
+// first ends the transaction (a commit already under way completes,
+// anything else is aborted). Read the last committed position back after it.
+func (p *TxnProducer) Init(ctx context.Context) error {
+	switch p.state {
+	case stateUninit, stateReady, stateAbortable:
+	case stateFenced:
+		return p.fencedErr("InitProducerId", nil)
+	default:
+		return p.stateErr("InitProducerId")
+	}
+	err := p.retry(ctx, "InitProducerId", func() error {
+		res, err := p.client.InitProducerID(ctx, &kafka.InitProducerIDRequest{
+			TransactionalID:      p.cfg.TransactionalID,
+			TransactionTimeoutMs: int(p.cfg.TransactionTimeout.Milliseconds()),
+			// -1/-1 asks for the current id; after a sequence error the
+			// current ones ask for a bump of the epoch (KIP-360). kafka-go
+			// sends 0/0 when these are left zero.
+			ProducerID:    int(p.producerID),
+			ProducerEpoch: int(p.epoch),
+		})
+		if err != nil {
+			return err
+		}
+		if res.Error != nil {
+			return res.Error
+		}
+		p.producerID, p.epoch = int64(res.Producer.ProducerID), int16(res.Producer.ProducerEpoch)
+		return nil
+	})
+	if err != nil {
+		return p.fail("InitProducerId", err)
+	}
+	clear(p.sequences)
+	clear(p.added)
+	p.state, p.bump = stateReady, false
+	p.log.Info("transactional producer ready", "producer_id", p.producerID, "epoch", p.epoch)
+	return nil
+}
+
+// Begin opens a transaction. Nothing is sent until the first Produce.
+func (p *TxnProducer) Begin() error {
+	if p.state != stateReady {
+		return p.stateErr("beginning a transaction")
+	}
+	clear(p.added)
+	p.state = stateInTxn
+	return nil
+}
+
+// Produce writes msgs to one partition as one batch of the open
+// transaction and returns the offset of its first record. A partition is
+// added to the transaction (AddPartitionsToTxn) before its first batch.
+// Transient failures are retried with the same bytes (same sequence), so
+// the broker writes the batch once.
+func (p *TxnProducer) Produce(ctx context.Context, tp TopicPartition, msgs []Message) (int64, error) {
+	if p.state != stateInTxn {
+		return -1, p.stateErr("producing")
+	}
+	if !p.added[tp] {
+		if err := p.addPartition(ctx, tp); err != nil {
+			return -1, p.fail(fmt.Sprintf("AddPartitionsToTxn %s/%d", tp.Topic, tp.Partition), err)
+		}
+	}
+	seq := p.sequences[tp]
+	b, err := Build(Producer{ID: p.producerID, Epoch: p.epoch, BaseSequence: seq, Transactional: true}, p.cfg.Compression, msgs)
+	if err != nil {
+		return -1, err
+	}
+	enc, err := Encode(&b)
+	if err != nil {
+		return -1, err
+	}
+	offset := int64(-1)
+	err = p.retry(ctx, "Produce", func() error {
+		res, err := ProduceBatch(ctx, p.client, tp.Topic, tp.Partition, p.cfg.TransactionalID, enc)
+		if err != nil {
+			return err
+		}
+		if res.Error != nil && !errors.Is(res.Error, kafka.DuplicateSequenceNumber) {
+			return res.Error
+		}
+		offset = res.BaseOffset // a duplicate: the broker has the batch already
+		return nil
+	})
+	if err != nil {
+		// Whether the batch was written is unknown, so its sequence may
+		// be taken: after the abort, a new epoch numbers from 0 again.
+		p.bump = true
+		return -1, p.fail(fmt.Sprintf("producing %d records to %s/%d at sequence %d", len(msgs), tp.Topic, tp.Partition, seq), err)
+	}
+	p.sequences[tp] = IncrementSequence(seq, int32(len(msgs)))
+	return offset, nil
+}
+
+func (p *TxnProducer) addPartition(ctx context.Context, tp TopicPartition) error {
+	return p.retry(ctx, "AddPartitionsToTxn", func() error {
+		res, err := p.client.AddPartitionsToTxn(ctx, &kafka.AddPartitionsToTxnRequest{
+			TransactionalID: p.cfg.TransactionalID,
+			ProducerID:      int(p.producerID),
+			ProducerEpoch:   int(p.epoch),
+			Topics:          map[string][]kafka.AddPartitionToTxn{tp.Topic: {{Partition: tp.Partition}}},
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Topics[tp.Topic] {
+			if r.Partition == tp.Partition {
+				if r.Error == nil {
+					p.added[tp] = true
+				}
+				return r.Error
+			}
+		}
+		return fmt.Errorf("the coordinator's answer does not name %s/%d", tp.Topic, tp.Partition)
+	})
+}
+
+// Commit ends the open transaction with a commit (EndTxn). Once it
+// returns nil the transaction is committed for good; read_committed
+// readers see its records as soon as the coordinator has written the
+// markers, a moment later (so with Java's producer too).
+func (p *TxnProducer) Commit(ctx context.Context) error {
+	if p.state != stateInTxn {
+		return p.stateErr("committing")
+	}
+	if err := p.endTxn(ctx, true); err != nil {
+		return p.fail("EndTxn (commit)", err)
+	}
+	p.state = stateReady
+	return nil
+}
+
+// Abort ends the open transaction with an abort (EndTxn): read_committed
+// readers never see its records. It is the way out of ErrAbortable; after a
+// broken sequence it also bumps the epoch (Init), so numbering restarts.
+func (p *TxnProducer) Abort(ctx context.Context) error {
+	if p.state != stateInTxn && p.state != stateAbortable {
+		return p.stateErr("aborting")
+	}
+	if err := p.endTxn(ctx, false); err != nil {
+		return p.fail("EndTxn (abort)", err)
+	}
+	p.state = stateReady
+	if p.bump {
+		return p.Init(ctx)
+	}
+	return nil
+}
+
+// endTxn sends EndTxn, unless no partition was added: the coordinator
+// knows no transaction then (Java's producer skips it too).
+func (p *TxnProducer) endTxn(ctx context.Context, commit bool) error {
+	if len(p.added) == 0 {
+		return nil
+	}
+	return p.retry(ctx, "EndTxn", func() error {
+		res, err := p.client.EndTxn(ctx, &kafka.EndTxnRequest{
+			TransactionalID: p.cfg.TransactionalID,
+			ProducerID:      int(p.producerID),
+			ProducerEpoch:   int(p.epoch),
+			Committed:       commit,
+		})
+		if err != nil {
+			return err
+		}
+		return res.Error
+	})
+}
