@@ -76,6 +76,7 @@ func TestImage(t *testing.T) {
 	})
 	testbed.WaitSlotActive(t, admin, slot, 60*time.Second)
 	waitReady(t, httpPort, 60*time.Second)
+	checkManifestEndpoints(t, httpPort)
 
 	orderID := insertExample(t, admin, "orders", "9191642889", "paid", `{"orderId":9191642889,"payableAmount":199.00}`)
 	payID := insertExample(t, admin, "payments", "pay-889900", "PaymentSucceeded", `{"paymentId":"pay-889900","channel":"wallet"}`)
@@ -188,6 +189,28 @@ func untarOne(archive string) ([]byte, error) {
 		return nil, fmt.Errorf("reading docker cp's tar stream: %w", err)
 	}
 	return io.ReadAll(tr)
+}
+
+// checkManifestEndpoints calls the Kubernetes manifest's probe and scrape
+// paths on the running container: each answers 200, /metrics with the
+// relay's series.
+func checkManifestEndpoints(t *testing.T, port int) {
+	t.Helper()
+	m := readManifest(t)
+	for _, path := range []string{m.readyPath, m.livePath, m.scrapePath} {
+		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s (deploy/kubernetes): %s", path, res.Status)
+		}
+		if path == m.scrapePath && !strings.Contains(string(body), "\noutboxrelay_ready 1\n") {
+			t.Errorf("GET %s: no outboxrelay_ready 1 in:\n%.2000s", path, body)
+		}
+	}
 }
 
 // waitReady polls /readyz until it answers 200.
