@@ -31,7 +31,7 @@ const (
 	scaledFor = "5s"
 )
 
-// TestLivePrometheus: a real Prometheus scrapes a real relay every second
+// TestLivePrometheus: a real Prometheus scrapes a real relay every 2 s
 // with deploy/prometheus/alerts.yml loaded, plus the lag alert with its
 // threshold and for: scaled down to test time. Under load, with the
 // private broker paused (SIGSTOP), the lag alert goes pending, then
@@ -41,37 +41,64 @@ const (
 // be one the relay exports, and every dashboard query must return data.
 func TestLivePrometheus(t *testing.T) {
 	prom := prometheusBinary(t)
-	b := startPrivateBed(t)
-	admin := b.connect(t)
+	b := testbed.StartPrivateBed(t)
+	admin := b.Connect(t)
 	prepareExample(t, admin)
-	host, port := b.hostPort(t)
+	host, port := b.PostgresHostPort(t)
 	// request.timeout.ms: produce requests to the paused broker time out
 	// (and are retried) within the pause, so the error series exist.
 	cfg := exampleConfig(t, t.TempDir(), host, port, map[string]string{"request.timeout.ms": "3000"})
 	httpPort := freePort(t)
-	startProcess(t, "relay", buildRelay(t), "run", "--config", cfg, "--kafka-brokers", b.brokers,
+	startProcess(t, "relay", buildRelay(t), "run", "--config", cfg, "--kafka-brokers", b.KafkaBrokers,
 		"--http-addr", "127.0.0.1:"+strconv.Itoa(httpPort), "--log-format", "text")
 	waitReady(t, httpPort, 60*time.Second)
 	api := startPrometheus(t, prom, httpPort)
 
-	stopLoad := insertLoad(t, b.pgURL)
+	stopLoad := insertLoad(t, b.PostgresURL)
 	defer stopLoad()
-	waitRule(t, api, "outboxrelay-scaled", "inactive", 30*time.Second) // scraped, evaluated, not firing
-	resume := b.pauseBroker(t)
+	// Streaming under load, its topic created: Prometheus has seen events
+	// published, and the alert evaluated and not firing.
+	waitQuery(t, api, `sum(increase(outboxrelay_events_published_total[10s])) > 0`, 60*time.Second)
+	waitRule(t, api, "outboxrelay-scaled", "inactive", 30*time.Second)
+	resume := b.PauseKafka(t)
 	paused := time.Now()
 	waitRule(t, api, "outboxrelay-scaled", "pending", 60*time.Second)
 	pending := time.Since(paused)
 	waitRule(t, api, "outboxrelay-scaled", "firing", 60*time.Second)
 	firing := time.Since(paused)
+	// request.timeout.ms=3000: the produce requests to the paused broker
+	// have timed out by now, and Prometheus has seen it.
+	waitQuery(t, api, `sum(outboxrelay_kafka_produce_errors_total) > 0`, 30*time.Second)
 	resume()
 	resumed := time.Now()
 	waitRule(t, api, "outboxrelay-scaled", "inactive", 60*time.Second)
+	resolved := time.Since(resumed)
+	waitQuery(t, api, `sum(increase(outboxrelay_events_published_total[10s])) > 0`, 60*time.Second)
 	t.Logf("%s (> %s s for %s): pending %s and firing %s after pausing Kafka, inactive %s after resuming",
 		lagAlert, scaledLag, scaledFor, pending.Round(100*time.Millisecond), firing.Round(100*time.Millisecond),
-		time.Since(resumed).Round(100*time.Millisecond))
+		resolved.Round(100*time.Millisecond))
 	stopLoad()
 
 	checkQueries(t, api)
+}
+
+// waitQuery waits until the instant query returns a series.
+func waitQuery(t *testing.T, api, expr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var res struct {
+			Result []json.RawMessage `json:"result"`
+		}
+		err := apiGet(api, "/api/v1/query", url.Values{"query": {expr}}, &res)
+		if err == nil && len(res.Result) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: nothing after %s (%v)", expr, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // prometheusBinary finds Debian's prometheus (scripts/alerts-test installs
@@ -125,7 +152,9 @@ func startPrometheus(t *testing.T, prom string, relayPort int) string {
 	if err := os.WriteFile(scaled, []byte(scaledLagRules(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+	// A 2 s scrape timeout: /metrics answers in milliseconds, but the
+	// machine the tests share may stall a process for a second.
+	config := fmt.Sprintf(`global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 1s}
 rule_files: [%q, %q]
 scrape_configs:
   - job_name: outboxrelay
