@@ -62,6 +62,7 @@ func TestLivePrometheus(t *testing.T) {
 	waitRule(t, api, "outboxrelay-scaled", "inactive", 30*time.Second)
 	resume := b.PauseKafka(t)
 	paused := time.Now()
+	t.Logf("Kafka %s paused", b.KafkaBrokers)
 	waitRule(t, api, "outboxrelay-scaled", "pending", 60*time.Second)
 	pending := time.Since(paused)
 	waitRule(t, api, "outboxrelay-scaled", "firing", 60*time.Second)
@@ -285,9 +286,38 @@ func waitRule(t *testing.T, api, group, state string, timeout time.Duration) {
 	t.Fatalf("%s in group %s is %s after %s, want %s", lagAlert, group, last, timeout, state)
 }
 
-// metricName matches the series names in an expression: the relay's own
-// and the Go and process collectors' it registers, and Prometheus' up.
-var metricName = regexp.MustCompile(`\b(?:outboxrelay_|go_|process_)[a-z0-9_]+\b|\bup\b`)
+// What seriesNames removes before it reads identifiers: string literals,
+// label matchers and range or subquery brackets, label lists of
+// aggregations and vector matching.
+var (
+	promQuoted    = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	promBracketed = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`)
+	promLabelList = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
+	promWord      = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
+	promKeywords  = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true, "inf": true, "nan": true}
+)
+
+// seriesNames returns the metric names a PromQL expression selects: every
+// identifier that is not a function call, a keyword, a label or a
+// duration.
+func seriesNames(expr string) []string {
+	e := promQuoted.ReplaceAllString(expr, `""`)
+	e = promBracketed.ReplaceAllString(e, " ")
+	e = promLabelList.ReplaceAllString(e, " ")
+	var names []string
+	for _, loc := range promWord.FindAllStringIndex(e, -1) {
+		word, before, after := e[loc[0]:loc[1]], byte(' '), strings.TrimLeft(e[loc[1]:], " \t\n")
+		if loc[0] > 0 {
+			before = e[loc[0]-1]
+		}
+		// A unit of a number (15m, 1e3), a function call, a keyword.
+		if before >= '0' && before <= '9' || before == '.' || strings.HasPrefix(after, "(") || promKeywords[strings.ToLower(word)] {
+			continue
+		}
+		names = append(names, word)
+	}
+	return names
+}
 
 // checkQueries runs every alert expression (as Prometheus loaded them)
 // and every dashboard query, with the dashboard's variables set to what
@@ -321,9 +351,13 @@ func checkQueries(t *testing.T, api string) {
 
 func checkQuery(t *testing.T, api string, exported map[string]bool, where, expr string, wantData bool) {
 	t.Helper()
-	for _, n := range metricName.FindAllString(expr, -1) {
+	names := seriesNames(expr)
+	if len(names) == 0 {
+		t.Errorf("%s: no series name found in %s", where, expr)
+	}
+	for _, n := range names {
 		if !exported[n] {
-			t.Errorf("%s: series %s is not one the relay exports (or Prometheus' up): %s", where, n, expr)
+			t.Errorf("%s: series %s is not one the relay exports (nor Prometheus' up): %s", where, n, expr)
 		}
 	}
 	var res struct {

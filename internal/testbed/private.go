@@ -71,7 +71,65 @@ func StartPrivateBed(t testing.TB) *PrivateBed {
 	if b.PostgresURL == "" || b.KafkaBrokers == "" {
 		t.Fatalf("`scripts/devenv up` in %s printed no %s or %s:\n%s", dir, EnvPostgresURL, EnvKafkaBrokers, out)
 	}
+	b.checkOwnBroker(t)
 	return b
+}
+
+// checkOwnBroker fails the test unless the private broker's process
+// listens on the address the bed printed. Beds started at the same moment
+// can pick the same free port: the loser's broker exits, but the winner's
+// answers the loser's readiness check, and a test pausing "its" broker
+// would pause nothing.
+func (b *PrivateBed) checkOwnBroker(t testing.TB) {
+	t.Helper()
+	pid := b.brokerPID(t)
+	_, portStr, _ := strings.Cut(b.KafkaBrokers, ":")
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		t.Fatalf("private broker address %q: %v", b.KafkaBrokers, err)
+	}
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatalf("the private broker (pid %d) is not running: %v", pid, err)
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	// Java listens on IPv6 sockets, 127.0.0.1 as ::ffff:127.0.0.1.
+	var tcp []byte
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcp = append(tcp, b...)
+	}
+	want := fmt.Sprintf(":%04X", port)
+	for _, line := range strings.Split(string(tcp), "\n") {
+		// sl local_address rem_address st ... inode; st 0A is LISTEN.
+		f := strings.Fields(line)
+		if len(f) > 9 && strings.HasSuffix(f[1], want) && f[3] == "0A" && inodes[f[9]] {
+			return
+		}
+	}
+	t.Fatalf("the private broker (pid %d) does not listen on %s: another bed's broker took the port (beds started at once); see %s/kafka/kafka.log", pid, b.KafkaBrokers, b.Dir)
+}
+
+func (b *PrivateBed) brokerPID(t testing.TB) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(b.Dir, "kafka", "pid"))
+	if err != nil {
+		t.Fatalf("reading the private broker's pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatalf("the private broker's pid file holds %q: %v", raw, err)
+	}
+	return pid
 }
 
 // devenvScript finds scripts/devenv in the working directory or above it
@@ -137,17 +195,11 @@ func (b *PrivateBed) PostgresHostPort(t testing.TB) (string, int) {
 // resumes it with SIGCONT, which Cleanup also calls.
 func (b *PrivateBed) PauseKafka(t testing.TB) (resume func()) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(b.Dir, "kafka", "pid"))
-	if err != nil {
-		t.Fatalf("reading the private broker's pid: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatalf("the private broker's pid file holds %q: %v", raw, err)
-	}
+	pid := b.brokerPID(t)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("pausing the private broker (pid %d): %v", pid, err)
 	}
+	waitStopped(t, pid)
 	resumed := false
 	resume = func() {
 		if !resumed {
@@ -157,4 +209,27 @@ func (b *PrivateBed) PauseKafka(t testing.TB) (resume func()) {
 	}
 	t.Cleanup(resume)
 	return resume
+}
+
+// waitStopped waits until the process is in the stopped state (T), which
+// SIGSTOP reaches once every thread has stopped.
+func waitStopped(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	state := "?"
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatalf("the private broker (pid %d) is gone: %v", pid, err)
+		}
+		// The state follows the command name in parentheses.
+		if s := string(stat); strings.LastIndexByte(s, ')')+2 < len(s) {
+			state = s[strings.LastIndexByte(s, ')')+2:][:1]
+		}
+		if state == "T" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the private broker (pid %d) is in state %s 10 s after SIGSTOP, want T (stopped)", pid, state)
 }
