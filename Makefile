@@ -2,7 +2,7 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test unit build bench bench-relay soak down
+.PHONY: demo test unit build bench bench-relay soak down image-test alerts-test
 demo:
 	scripts/demo
 
@@ -12,6 +12,15 @@ test:
 # Unit tests only: service tests skip with a line saying how to run them.
 unit:
 	$(GO) test ./...
+
+# The image users build from ./Dockerfile, built and run against the bed
+# (scripts/image-test; make test runs it when a Docker engine can be started).
+image-test:
+	scripts/image-test
+
+# promtool check and unit tests of deploy/prometheus/alerts.yml.
+alerts-test:
+	scripts/alerts-test
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/outboxrelay ./cmd/outboxrelay
