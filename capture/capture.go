@@ -165,6 +165,10 @@ func (k Known) Last() pglogrepl.LSN { return max(k.Confirmed, k.Recorded) }
 // Source opens streams, one per session. Its Open is called again after a
 // retryable failure.
 type Source interface {
+	// Acquire waits until this instance may stream (a failover lock held
+	// by another instance); the relay reads its recorded position after
+	// it, so that a standby that takes over reads it fresh.
+	Acquire(ctx context.Context) error
 	Open(ctx context.Context, known Known) (Stream, error)
 	// Retryable decides whether an error of Open or of a stream ends only
 	// the session (retried) or the relay.

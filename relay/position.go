@@ -24,20 +24,20 @@ type PositionStore interface {
 	Forget() string
 }
 
-// loadPosition reads the recorded position once per process, before the
-// first session opens.
+// loadPosition reads the recorded position before every session, once
+// the source may stream: a standby that takes over reads what the active
+// instance recorded.
 func (r *relay) loadPosition(ctx context.Context) error {
 	store := r.opt.Positions
-	if store == nil || r.loaded {
+	if store == nil {
 		return nil
 	}
 	pos, found, err := store.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the recorded position from %s: %w", store.Where(), err)
 	}
-	r.loaded = true
 	r.known.RecordedIn, r.known.Forget = store.Where(), store.Forget()
-	if found {
+	if found && pos != r.known.Recorded {
 		r.known.Recorded = pos
 		r.opt.Log.Info("recorded position", "lsn", pos.String(), "in", store.Where())
 	}
@@ -52,6 +52,24 @@ type recorder struct {
 	log   interface{ Warn(string, ...any) }
 	mu    sync.Mutex
 	saved pglogrepl.LSN // last position handed to the store
+	// failed is the first position Kafka refused for good: without it a
+	// lost slot would go unnoticed, so the session stops (Err).
+	failed error
+}
+
+// Err returns the failure that stops the session, if any.
+func (rc *recorder) Err() error {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.failed
+}
+
+func (rc *recorder) fail(pos pglogrepl.LSN, err error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.failed == nil {
+		rc.failed = fmt.Errorf("%w: recording the confirmed position %s in %s: %w", ErrRecordFailed, pos, rc.store.Where(), err)
+	}
 }
 
 // run saves every interval until ctx ends.
@@ -76,13 +94,14 @@ func (rc *recorder) save(ctx context.Context) {
 	if pos <= rc.saved {
 		return
 	}
+	// The sink retries transient errors itself: an error here is final.
 	err := rc.store.Save(ctx, pos, func(err error) {
 		if err != nil {
-			rc.log.Warn("recording the confirmed position failed; the next one will be recorded", "lsn", pos.String(), "in", rc.store.Where(), "err", err)
+			rc.fail(pos, err)
 		}
 	})
-	if err != nil {
-		rc.log.Warn("recording the confirmed position failed; the next one will be recorded", "lsn", pos.String(), "in", rc.store.Where(), "err", err)
+	if err != nil && ctx.Err() == nil {
+		rc.failed = fmt.Errorf("%w: recording the confirmed position %s in %s: %w", ErrRecordFailed, pos, rc.store.Where(), err)
 		return
 	}
 	rc.saved = pos

@@ -107,8 +107,7 @@ type relay struct {
 	// known carries what earlier sessions confirmed into the next, in case
 	// the last status update never reached the server, and the position
 	// recorded in the offsets topic.
-	known  capture.Known
-	loaded bool // the recorded position was read
+	known capture.Known
 }
 
 func (r *relay) state(s string) {
@@ -119,6 +118,9 @@ func (r *relay) state(s string) {
 
 // runSession is one session from Open to Close: the data path.
 func (r *relay) runSession(ctx context.Context) error {
+	if err := r.opt.Source.Acquire(ctx); err != nil {
+		return err
+	}
 	if err := r.loadPosition(ctx); err != nil {
 		return err
 	}
@@ -144,6 +146,7 @@ func (s *session) record() (stop func(context.Context)) {
 		return func(context.Context) {}
 	}
 	rc := &recorder{store: s.opt.Positions, ck: s.ck, log: s.log, saved: s.ck.Confirmed()}
+	s.rec = rc
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -166,6 +169,7 @@ type session struct {
 	log      *slog.Logger
 	tx       *Tx // the transaction being read, nil between Commit and Begin
 	inSnap   bool
+	rec      *recorder // nil without a position store
 	ev       router.Event
 	records  []router.Record
 	snapRows int64
@@ -185,6 +189,11 @@ func (s *session) loop(stop context.Context) error {
 	for {
 		if err := s.ck.Err(); err != nil {
 			return err
+		}
+		if s.rec != nil {
+			if err := s.rec.Err(); err != nil {
+				return err
+			}
 		}
 		if stop.Err() != nil {
 			if s.tx == nil || s.inSnap {
@@ -291,7 +300,11 @@ func (s *session) finish(stop context.Context, cause error, stopRecording func(c
 	}
 	orderly := stop.Err() != nil && (cause == nil || errors.Is(cause, context.Canceled))
 	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.ck.InFlight() == 0}
-	if err := s.st.Close(fctx, end); err != nil && cause == nil {
+	// Its own time: a slow Kafka above must not cost the final status
+	// update, or a restart sends again what Kafka has.
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	if err := s.st.Close(cctx, end); err != nil && cause == nil {
 		cause = err
 	}
 	return cause

@@ -38,12 +38,14 @@ func (f *fakeSource) Open(ctx context.Context, known capture.Known) (capture.Str
 	}
 	st := f.streams[f.opened]
 	st.openedWith = known.Confirmed
+	st.known = known
 	f.opened++
 	return st, nil
 }
 
-func (f *fakeSource) Retryable(err error) bool { return !errors.Is(err, errFatal) }
-func (f *fakeSource) Close()                   {}
+func (f *fakeSource) Acquire(ctx context.Context) error { return nil }
+func (f *fakeSource) Retryable(err error) bool          { return !errors.Is(err, errFatal) }
+func (f *fakeSource) Close()                            {}
 
 var errFatal = errors.New("fatal source error")
 
@@ -57,6 +59,7 @@ type fakeStream struct {
 	next       int
 	p          capture.Progress
 	openedWith pglogrepl.LSN
+	known      capture.Known
 	snapDone   bool
 	closed     chan struct{}
 	clean      bool
@@ -399,5 +402,72 @@ func TestRetryable(t *testing.T) {
 		if got := r.retryable(c.err); got != c.want {
 			t.Errorf("%s: retryable(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
+	}
+}
+
+// fakePositions is a position store in memory; saves fail with failSave.
+type fakePositions struct {
+	mu       sync.Mutex
+	pos      pglogrepl.LSN
+	saved    []pglogrepl.LSN
+	failSave error
+}
+
+func (f *fakePositions) Load(context.Context) (pglogrepl.LSN, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pos, f.pos != 0, nil
+}
+
+func (f *fakePositions) Save(_ context.Context, pos pglogrepl.LSN, ack func(error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.saved = append(f.saved, pos)
+	if f.failSave == nil {
+		f.pos = pos
+	}
+	go ack(f.failSave)
+	return nil
+}
+
+func (f *fakePositions) Where() string  { return "memory" }
+func (f *fakePositions) Forget() string { return "forget it" }
+
+// TestPositionRecordedAndReadPerSession: the confirmed position is saved
+// once it moved and again at the stop, and every session (a standby that
+// takes over included) opens with the position recorded just before it.
+func TestPositionRecordedAndReadPerSession(t *testing.T) {
+	first := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"))...)
+	first.end = fmt.Errorf("receiving WAL: %w", io.ErrUnexpectedEOF)
+	second := newFakeStream(140)
+	second.end = capture.ErrEnd
+	store := &fakePositions{pos: 0x30}
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{first, second}}, &holdSink{})
+	opt.Positions, opt.RecordEvery = store, 5*time.Millisecond
+	if err := Run(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	if first.known.Recorded != 0x30 || second.known.Recorded != 140 {
+		t.Fatalf("sessions opened with recorded %s and %s; want 0/30 and the first session's 0/8C", first.known.Recorded, second.known.Recorded)
+	}
+}
+
+// TestPositionSaveFailureStops: a position Kafka refuses for good (no
+// WRITE on the offsets topic) stops the relay instead of going on
+// unprotected against a lost slot.
+func TestPositionSaveFailureStops(t *testing.T) {
+	st := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"))...)
+	store := &fakePositions{failSave: errors.New("TOPIC_AUTHORIZATION_FAILED")}
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, &holdSink{})
+	opt.Positions, opt.RecordEvery = store, 5*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { // the next event after the refusal (a keepalive) ends the session
+		time.Sleep(200 * time.Millisecond)
+		st.appendEvents(capture.Event{Kind: capture.KindIdle, LSN: 200})
+	}()
+	err := Run(ctx, opt)
+	if err == nil || !strings.Contains(err.Error(), "recording the confirmed position") || ctx.Err() != nil {
+		t.Fatalf("Run: %v; want it to stop on the refused position", err)
 	}
 }

@@ -249,6 +249,9 @@ func (c *Config) dsn(replication bool) string {
 	kv("port", strings.Join(ports, ","))
 	if len(hosts) > 1 {
 		kv("target_session_attrs", "read-write")
+		// A dead host that drops packets must not hold the failover for
+		// the kernel's connect timeout (about two minutes) per attempt.
+		kv("connect_timeout", "10")
 	}
 	kv("user", c.User)
 	kv("dbname", c.DBName)

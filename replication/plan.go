@@ -60,7 +60,9 @@ type Plan struct {
 // again: the events committed since that position would never be
 // published. It is refused, unless snapshot.mode=when_needed asks to read
 // the outbox tables again (Debezium's meaning: snapshot when the slot
-// cannot serve the recorded position).
+// cannot serve the recorded position), or slot.drop.on.stop says the slot
+// goes at every stop (what is committed while the relay is stopped is then
+// not streamed, as with Debezium).
 func Decide(slot Slot, markerPending bool, cfg *Config, known capture.Known) Plan {
 	if err := CheckSlot(slot, cfg); err != nil {
 		return Plan{Action: Refuse, Err: err}
@@ -68,7 +70,7 @@ func Decide(slot Slot, markerPending bool, cfg *Config, known capture.Known) Pla
 	wantSnapshot := cfg.SnapshotMode != SnapshotNoData
 	p := Plan{StopAfterSnapshot: cfg.SnapshotMode == SnapshotInitialOnly}
 	switch {
-	case !slot.Exists && known.Last() != 0 && cfg.SnapshotMode != SnapshotWhenNeeded:
+	case !slot.Exists && known.Last() != 0 && cfg.SnapshotMode != SnapshotWhenNeeded && !cfg.DropSlotOnStop:
 		return Plan{Action: Refuse, Err: slotGone(cfg, known)}
 	case !slot.Exists:
 		p.Forget = known.Last() != 0

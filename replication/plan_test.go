@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pglogrepl"
@@ -37,6 +38,7 @@ func TestDecide(t *testing.T) {
 		{"slot dropped under this process: refused", Slot{}, false, SnapshotNoData, 0x200, 0, Plan{Action: Refuse}, ErrSlotGone},
 		{"slot dropped under this process, initial: refused", Slot{}, false, SnapshotInitial, 0x200, 0, Plan{Action: Refuse}, ErrSlotGone},
 		{"slot gone, position recorded: refused", Slot{}, false, SnapshotInitial, 0, 0x300, Plan{Action: Refuse}, ErrSlotGone},
+		{"slot gone, position recorded, slot.drop.on.stop: create", Slot{}, false, SnapshotNoData, 0, 0x300, Plan{Action: Create, Forget: true}, nil},
 		{"slot gone, position recorded, when_needed: read again", Slot{}, false, SnapshotWhenNeeded, 0, 0x300, Plan{Action: CreateWithSnapshot, Forget: true}, nil},
 		{"slot gone under this process, when_needed", Slot{}, true, SnapshotWhenNeeded, 0x200, 0, Plan{Action: CreateWithSnapshot, Forget: true}, nil},
 		{"slot behind the recorded position: resume", exists, false, SnapshotInitial, 0, 0x300, Plan{Action: Resume}, nil},
@@ -53,7 +55,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := &Config{Slot: "s", DBName: "db", SnapshotMode: c.mode}
+			cfg := &Config{Slot: "s", DBName: "db", SnapshotMode: c.mode, DropSlotOnStop: strings.Contains(c.name, "slot.drop.on.stop")}
 			got := Decide(c.slot, c.pending, cfg, capture.Known{Confirmed: pglogrepl.LSN(c.confirmed), Recorded: pglogrepl.LSN(c.recorded)})
 			if !errors.Is(got.Err, c.wantErr) || (c.wantErr == nil) != (got.Err == nil) {
 				t.Fatalf("Decide: err %v, want %v", got.Err, c.wantErr)

@@ -195,7 +195,7 @@ func CheckSlot(s Slot, cfg *Config) error {
 	case s.Database != cfg.DBName:
 		return fmt.Errorf("preflight: %w: slot %q belongs to database %q, not %q (database.dbname): choose another slot.name", ErrSlotIncompat, cfg.Slot, s.Database, cfg.DBName)
 	case s.WALStatus == "lost":
-		return fmt.Errorf("preflight: %w: slot %q lost WAL it needed (wal_status=lost; max_slot_wal_keep_size too small?): events after %s are gone from the server; drop it with %s and restart with snapshot.mode=initial", ErrSlotIncompat, cfg.Slot, s.ConfirmedFlush, drop)
+		return fmt.Errorf("preflight: %w: slot %q lost WAL it needed (wal_status=lost; max_slot_wal_keep_size too small?): events after %s are gone from the server; drop it with %s and restart with snapshot.mode=when_needed (the outbox tables are read again)", ErrSlotIncompat, cfg.Slot, s.ConfirmedFlush, drop)
 	case s.Active:
 		return fmt.Errorf("preflight: %w: slot %q is active on backend pid %d: stop the other consumer (another outboxrelay or Debezium), or end it with SELECT pg_terminate_backend(%d);", ErrSlotInUse, cfg.Slot, s.ActivePID, s.ActivePID)
 	}

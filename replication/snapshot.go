@@ -122,6 +122,11 @@ func (s *stream) SnapshotDone(ctx context.Context) error {
 	if err := markSnapshotDone(ctx, s.conn, s.cfg.Slot); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	if s.cfg.SlotFailover {
+		if err := enableFailover(ctx, s.repl, s.cfg.Slot, s.src.opt.Log); err != nil {
+			return err
+		}
+	}
 	s.snap = nil
 	log := s.src.opt.Log
 	log.Info("snapshot: done", "rows", r.total, "took", time.Since(r.started).Round(time.Millisecond).String())

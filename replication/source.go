@@ -61,6 +61,24 @@ func NewSource(cfg *Config, opt SourceOptions) (*Source, error) {
 	return &Source{cfg: cfg, opt: opt}, nil
 }
 
+// Acquire takes the failover lock, waiting as standby while another
+// instance holds it; a lock whose connection closed meanwhile (a lost
+// server, a cancelled ping) is taken again.
+func (s *Source) Acquire(ctx context.Context) error {
+	if s.lock != nil && s.lock.IsClosed() {
+		s.dropLock()
+	}
+	if s.lock != nil {
+		return nil
+	}
+	lock, err := acquireLock(ctx, s.cfg, s.opt, s.state)
+	if err != nil {
+		return err
+	}
+	s.lock = lock
+	return nil
+}
+
 // Retryable: see the function of that name.
 func (s *Source) Retryable(err error) bool { return Retryable(err) }
 
@@ -88,12 +106,8 @@ func (s *Source) state(st string) {
 // calling the slot taken by someone else.
 func (s *Source) Open(ctx context.Context, known capture.Known) (capture.Stream, error) {
 	for busy := 1; ; busy++ {
-		if s.lock == nil {
-			lock, err := acquireLock(ctx, s.cfg, s.opt, s.state)
-			if err != nil {
-				return nil, err
-			}
-			s.lock = lock
+		if err := s.Acquire(ctx); err != nil {
+			return nil, err
 		}
 		st, err := s.open(ctx, known)
 		if err == nil {
@@ -207,8 +221,8 @@ func (s *Source) prepare(ctx context.Context, st *stream, known capture.Known) e
 // compare logs how the slot stands against the recorded position. Behind
 // is normal after a failover to a standby whose synchronized slot lagged:
 // the stream resumes from the slot and skips nothing (events in between
-// are sent again). Ahead is normal too: the position is recorded after the
-// slot confirms.
+// are sent again). Ahead is normal too: the position is recorded on a
+// timer, behind the slot.
 func (s *Source) compare(st *stream, known capture.Known) {
 	slot, rec := st.srv.Slot.ConfirmedFlush, known.Recorded
 	switch {
@@ -232,7 +246,11 @@ func (s *Source) create(ctx context.Context, st *stream) error {
 			return err
 		}
 	}
-	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.cfg.SlotFailover, s.opt.Log)
+	// A failover slot only once its snapshot is done: the marker is a
+	// physical slot, which standbys do not copy, so a standby promoted
+	// mid-snapshot would hold a copy that looks done (SnapshotDone enables
+	// failover then).
+	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.cfg.SlotFailover && !withSnapshot, s.opt.Log)
 	if err != nil {
 		return err
 	}

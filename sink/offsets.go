@@ -112,7 +112,10 @@ func (o *Offsets) create(ctx context.Context) error {
 	if err == nil {
 		err = res.Errors[o.topic]
 	}
-	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+	if errors.Is(err, kafka.TopicAlreadyExists) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("creating the offsets topic %q (offsets.storage.topic; compacted, one partition): %w", o.topic, err)
 	}
 	o.p.log.Info("created topic", "topic", o.topic, "partitions", 1, "cleanup.policy", "compact")
@@ -165,6 +168,9 @@ func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, foun
 			found = true
 		}
 		if next == start { // nothing new: the rest was compacted away
+			if res.HighWatermark <= next {
+				break // nothing more to read now (a new leader's high watermark may lag)
+			}
 			next = res.HighWatermark
 		}
 	}

@@ -55,9 +55,9 @@ func (c *checker) standby(ctx context.Context, h *replication.Config, standbySlo
 	}
 	defer conn.Close(context.Background())
 	var recovery bool
-	var sync, feedback, slotName, conninfo string
+	var sync, feedback, slotName string
 	err = conn.QueryRow(ctx, `SELECT pg_is_in_recovery(), current_setting('sync_replication_slots'), current_setting('hot_standby_feedback'),
-		current_setting('primary_slot_name'), current_setting('primary_conninfo')`).Scan(&recovery, &sync, &feedback, &slotName, &conninfo)
+		current_setting('primary_slot_name')`).Scan(&recovery, &sync, &feedback, &slotName)
 	if err != nil || !recovery {
 		if err != nil {
 			c.fail("standby "+h.Where(), err.Error(), "")
@@ -73,8 +73,16 @@ func (c *checker) standby(ctx context.Context, h *replication.Config, standbySlo
 	listed := slotName != "" && contains(strings.Split(strings.ReplaceAll(standbySlots, " ", ""), ","), slotName)
 	c.expect(where+" primary_slot_name", listed, orDash(slotName)+" (the primary's synchronized_standby_slots: "+orDash(standbySlots)+")",
 		"create a physical slot for this standby on the primary, name it here and list it in the primary's synchronized_standby_slots: "+set("primary_slot_name", "'<slot>'"))
-	c.expect(where+" primary_conninfo", strings.Contains(conninfo, "dbname="), "names a database: "+fmt.Sprint(strings.Contains(conninfo, "dbname=")),
-		"add dbname="+h.DBName+" to primary_conninfo: slot synchronization connects to a database")
+	// primary_conninfo holds a password: only superusers and
+	// pg_read_all_settings may read it.
+	var conninfo string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('primary_conninfo')`).Scan(&conninfo); err != nil {
+		c.fail(where+" primary_conninfo", err.Error(), "GRANT pg_read_all_settings TO "+replication.QuoteIdent(h.User)+"; -- so check can read it (it must name a dbname)")
+	} else {
+		named := strings.Contains(strings.ReplaceAll(conninfo, " ", ""), "dbname=") || strings.Contains(conninfo, "/"+h.DBName)
+		c.expect(where+" primary_conninfo", named, "names a database: "+fmt.Sprint(named),
+			"add dbname="+h.DBName+" to primary_conninfo: slot synchronization connects to a database")
+	}
 	copy, err := replication.InspectSlot(ctx, conn, h.Slot)
 	switch {
 	case err != nil:

@@ -36,6 +36,9 @@ func articleConfig(t *testing.T, f *fixture) string {
 	for k, v := range map[string]string{
 		"database.hostname": host, "database.port": strconv.Itoa(port), "database.sslmode": "disable",
 		"slot.name": f.name, "publication.name": f.name, "table.include.list": f.name + ".events_outbox",
+		// A connector of its own per run: the file's name is fixed, and a
+		// position recorded by an earlier run would refuse the new slot.
+		"offsets.storage.topic":     "offsets." + f.name,
 		"status.update.interval.ms": "1000",
 	} {
 		doc.Config[k] = v

@@ -51,6 +51,9 @@ func newOrdersExample(t *testing.T, f *fixture) *ordersExample {
 	for k, v := range map[string]string{
 		"database.hostname": host, "database.port": strconv.Itoa(port), "database.sslmode": "disable",
 		"slot.name": f.name, "publication.name": f.name, "table.include.list": f.name + ".events_outbox",
+		// A connector of its own per run: the file's name is fixed, and a
+		// position recorded by an earlier run would refuse the new slot.
+		"offsets.storage.topic":                     "offsets." + f.name,
 		"transforms.outbox.route.topic.replacement": f.name + ".${routedByValue}", "status.update.interval.ms": "1000",
 	} {
 		doc.Config[k] = v

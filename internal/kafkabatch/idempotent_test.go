@@ -21,9 +21,19 @@ func TestIdempotentProduceOnBed(t *testing.T) {
 	c, topic := bedClient(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := c.InitProducerID(ctx, &kafka.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
-	if err == nil {
-		err = res.Error
+	// A fresh broker answers COORDINATOR_LOAD_IN_PROGRESS while it loads
+	// its transaction state: retry, as a producer does.
+	var res *kafka.InitProducerIDResponse
+	var err error
+	for {
+		res, err = c.InitProducerID(ctx, &kafka.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
+		if err == nil {
+			err = res.Error
+		}
+		if !errors.Is(err, kafka.GroupLoadInProgress) && !errors.Is(err, kafka.GroupCoordinatorNotAvailable) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	must(t, "InitProducerId", err)
 	p := Producer{ID: int64(res.Producer.ProducerID), Epoch: int16(res.Producer.ProducerEpoch)}
