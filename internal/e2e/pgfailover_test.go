@@ -325,6 +325,13 @@ func TestFailoverSynchronizedSlot(t *testing.T) {
 	if len(miss) > 0 {
 		t.Errorf("%d events missing after the failover, e.g. %v\nrelay log:\n%s", len(miss), miss[:min(len(miss), 10)], r.logTail(30))
 	}
+	// And as a user checks it: outboxrelay verify, through the host list
+	// (the old primary is gone), ordered by the id the one loader made.
+	report, err := osexec.Command(relayBinary, "verify", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--order-by", "id", "--timeout", "2m").CombinedOutput()
+	t.Logf("outboxrelay verify after the failover:\n%s", report)
+	if err != nil {
+		t.Errorf("outboxrelay verify after the failover: %v", err)
+	}
 }
 
 // TestFailoverWithoutFailoverSlot: the same failover with slot.failover
