@@ -22,8 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -202,14 +204,20 @@ func build(cfg *config.Config, log *slog.Logger) (*setup.Setup, *sink.Producer, 
 	return set, producer, nil
 }
 
-// wire connects the data path: the replication source, the router, the
+// wire connects the data path: the capture source (logical replication, or
+// polling under outbox.capture.mode=poll), the router, the
 // producer as the sink, the poison policy and the metrics.
 func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logger) (relay.Options, error) {
 	poison, err := set.Poison(producer, log)
 	if err != nil {
 		return relay.Options{}, err
 	}
-	src, err := replication.NewSource(&set.Postgres, replication.SourceOptions{Log: log, Observer: m})
+	var src capture.Source
+	if set.Poll.Poll() {
+		src, err = poll.NewSource(&set.Postgres, set.Poll, poll.SourceOptions{Log: log, Observer: m, Stuck: func(n int64) { m.pollStuck.Set(float64(n)) }})
+	} else {
+		src, err = replication.NewSource(&set.Postgres, replication.SourceOptions{Log: log, Observer: m})
+	}
 	if err != nil {
 		return relay.Options{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
@@ -22,7 +23,8 @@ type Setup struct {
 	Router    *router.Router
 	Kafka     sink.Config
 	Janitor   replication.JanitorConfig
-	Tolerance string // errors.tolerance
+	Poll      poll.Config // outbox.capture.mode and outbox.poll.*
+	Tolerance string      // errors.tolerance
 }
 
 // Parse validates every section of cfg before anything connects, and
@@ -44,6 +46,8 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	errs = append(errs, err)
 	jcfg, err := replication.ParseJanitorConfig(cfg.Relay)
 	errs = append(errs, err)
+	pollCfg, err := poll.ParseConfig(cfg.Relay, rcfg.EventIDField, rcfg.EventKeyField, jcfg.Column)
+	errs = append(errs, err)
 	tolerance := cfg.Relay["errors.tolerance"]
 	_, err = relay.ParseTolerance(tolerance)
 	errs = append(errs, err)
@@ -54,7 +58,7 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Tolerance: tolerance}, nil
+	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance}, nil
 }
 
 // Producer returns the Kafka producer the configuration describes.
