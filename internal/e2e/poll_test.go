@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
 // pollTableSQL is the fixture's outbox table as poll mode wants it: the
@@ -132,4 +135,66 @@ func TestPollNoReplication(t *testing.T) {
 	}
 	r.stop(t, 20*time.Second)
 	t.Logf("wal_level=replica, role without REPLICATION: 26 rows relayed in poll mode, each once, all marked dispatched; the late row %d too", lateID)
+}
+
+// pollFixture is a fixture whose outbox has the dispatched column and its
+// partial index, and whose role may set it.
+func pollFixture(t *testing.T, short string) *fixture {
+	t.Helper()
+	f := newFixture(t, short)
+	testbed.Exec(t, f.admin,
+		`ALTER TABLE `+f.name+`.outbox ADD COLUMN dispatched_at timestamptz`,
+		`CREATE INDEX ON `+f.name+`.outbox (id) WHERE dispatched_at IS NULL`,
+		`GRANT UPDATE ON `+f.name+`.outbox TO debezium`)
+	return f
+}
+
+// isDispatched reports whether row id is marked dispatched.
+func isDispatched(t *testing.T, f *fixture, id int64) bool {
+	t.Helper()
+	var done bool
+	if err := f.admin.QueryRow(context.Background(), `SELECT dispatched_at IS NOT NULL FROM `+f.name+`.outbox WHERE id = $1`, id).Scan(&done); err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
+// TestPollPoisonRow: in poll mode a row over max.request.size stops the
+// relay (errors.tolerance=none) naming the row, with the rows before it
+// marked dispatched and the row and those behind it not; the aggregate's
+// later rows wait, as in logical mode, because publishing them would break
+// its order. A restart with errors.tolerance=all dead-letters the row and
+// goes on: the later row of the same aggregate is published and every row
+// is marked.
+func TestPollPoisonRow(t *testing.T) {
+	t.Parallel()
+	f := pollFixture(t, "pollpoison")
+	r := startRelay(t, pollConfig(t, f, nil))
+	good := insertCommitted(t, f.admin, goodRowSQL(f))
+	f.consume(t, f.topic("good"), 1, 30*time.Second, 0)
+	waitDispatched(t, f.admin, f, 30*time.Second)
+	big := insertCommitted(t, f.admin, bigPayloadSQL(f))
+	after := insertCommitted(t, f.admin, `INSERT INTO `+f.name+`.outbox (aggregatetype, aggregateid, payload) VALUES ('big', 'k', '{"small":true}') RETURNING id`)
+	code, msg := waitRelayExit(t, r, 30*time.Second)
+	if code != 1 || !strings.Contains(msg, fmt.Sprintf(`event id "%d"`, big.id)) || !strings.Contains(msg, "max.request.size") {
+		t.Fatalf("exit %d, %q; want exit 1 naming event id %d and max.request.size", code, msg, big.id)
+	}
+	if !isDispatched(t, f, good.id) || isDispatched(t, f, big.id) || isDispatched(t, f, after.id) {
+		t.Fatalf("dispatched: good %t, big %t, after %t; want true, false, false",
+			isDispatched(t, f, good.id), isDispatched(t, f, big.id), isDispatched(t, f, after.id))
+	}
+
+	dlq := f.name + ".dlq"
+	r = startRelay(t, pollConfig(t, f, map[string]string{"errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq}))
+	recs := f.consume(t, f.topic("big"), 1, 30*time.Second, 300*time.Millisecond)
+	if len(recs) != 1 || recs[0].ID != after.id {
+		t.Fatalf("topic %s: ids %v; want only the later row %d", f.topic("big"), countIDs(recs), after.id)
+	}
+	msgs := testbed.Consume(t, dlq, nil, 1, 30*time.Second, 300*time.Millisecond)
+	if len(msgs) != 1 || headerValue(msgs[0].Headers, "id") != strconv.FormatInt(big.id, 10) {
+		t.Fatalf("dead-letter topic %s: %d records; want the big row %d", dlq, len(msgs), big.id)
+	}
+	waitDispatched(t, f.admin, f, 30*time.Second)
+	r.stop(t, 20*time.Second)
+	t.Logf("poll mode: the too-large row %d stopped the relay (%s); with errors.tolerance=all it was dead-lettered and the later row %d of its aggregate published", big.id, firstLine(msg), after.id)
 }

@@ -47,11 +47,7 @@ func pollKills(t *testing.T) int {
 // bucket over, so each kill repeats at most what one replica had claimed
 // and not marked (maxPending batches of outbox.poll.batch.size rows).
 func TestPollReplicasKilled(t *testing.T) {
-	f := newFixture(t, "pollkill")
-	testbed.Exec(t, f.admin,
-		`ALTER TABLE `+f.name+`.outbox ADD COLUMN dispatched_at timestamptz`,
-		`CREATE INDEX ON `+f.name+`.outbox (id) WHERE dispatched_at IS NULL`,
-		`GRANT UPDATE ON `+f.name+`.outbox TO debezium`)
+	f := pollFixture(t, "pollkill")
 	const batch = 100
 	cfg := pollConfig(t, f, map[string]string{"outbox.poll.batch.size": strconv.Itoa(batch), "topic.creation.default.partitions": "3"})
 	var relays [3]*relayProc
