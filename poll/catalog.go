@@ -107,3 +107,10 @@ func HasIndex(ctx context.Context, conn *pgx.Conn, name, dispatched string) (boo
 	}
 	return n > 0, nil
 }
+
+// CheckTable reports what describe would refuse about a table, for
+// outboxrelay check: nil when poll mode can read it as configured.
+func CheckTable(ctx context.Context, conn *pgx.Conn, name string, cfg Config) error {
+	_, err := describe(ctx, conn, name, cfg)
+	return err
+}

@@ -67,8 +67,12 @@ func (t *table) stuckSQL() string {
 func IndexSQL(tableName, order, id, dispatched string) string {
 	schema, name, _ := strings.Cut(tableName, ".")
 	idx := replication.QuoteIdent(name + "_undispatched")
-	return fmt.Sprintf("CREATE INDEX CONCURRENTLY %s ON %s.%s (%s, %s) WHERE %s IS NULL;", idx,
-		replication.QuoteIdent(schema), replication.QuoteIdent(name), replication.QuoteIdent(order), replication.QuoteIdent(id), replication.QuoteIdent(dispatched))
+	cols := replication.QuoteIdent(order)
+	if order != id {
+		cols += ", " + replication.QuoteIdent(id)
+	}
+	return fmt.Sprintf("CREATE INDEX CONCURRENTLY %s ON %s.%s (%s) WHERE %s IS NULL;", idx,
+		replication.QuoteIdent(schema), replication.QuoteIdent(name), cols, replication.QuoteIdent(dispatched))
 }
 
 // textArray is a PostgreSQL array literal of the values, each quoted.

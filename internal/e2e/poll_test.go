@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,9 +64,25 @@ func waitDispatched(t *testing.T, conn *pgx.Conn, f *fixture, timeout time.Durat
 	}
 }
 
+// runCheck runs outboxrelay check on cfg and returns its output and exit
+// code.
+func runCheck(t *testing.T, cfg string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(relayBinary, "check", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--timeout", "30s").CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("outboxrelay check: %v", err)
+	}
+	return string(out), 0
+}
+
 // TestPollNoReplication: on a server with wal_level=replica (a private
 // cluster), a role without REPLICATION, with only SELECT and UPDATE on the
-// outbox table, relays in poll mode: every row once, the rows marked
+// outbox table, passes check in poll mode (once the partial index it asks
+// for exists) and relays in poll mode: every row once, the rows marked
 // dispatched after Kafka acknowledged them, and a row committed late with a
 // lower id than rows already dispatched is still published.
 func TestPollNoReplication(t *testing.T) {
@@ -92,14 +110,31 @@ func TestPollNoReplication(t *testing.T) {
 	if err := admin.QueryRow(ctx, `SELECT current_setting('wal_level'), rolreplication FROM pg_roles WHERE rolname = 'poller'`).Scan(&level, &repl); err != nil || level != "replica" || repl {
 		t.Fatalf("wal_level %q, poller has REPLICATION %t (%v): want replica, false", level, repl, err)
 	}
-	insert := `INSERT INTO ` + f.name + `.outbox (aggregatetype, aggregateid, payload) SELECT 'order', 'a' || (g % 3), jsonb_build_object('n', g) FROM generate_series(1, $1::int) g`
-	if _, err := admin.Exec(ctx, insert, 20); err != nil {
-		t.Fatal(err)
-	}
 	cfg := pollConfig(t, f, map[string]string{
 		"database.hostname": "127.0.0.1", "database.port": strconv.Itoa(port),
 		"database.user": "poller", "database.password": "poller", "database.dbname": "postgres",
 	})
+	// check: everything but the partial index, with its fix.
+	if _, err := admin.Exec(ctx, `DROP INDEX `+f.name+`.outbox_id_idx`); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCheck(t, cfg)
+	if code != 1 || !strings.Contains(out, "✓ capture mode: poll") || !strings.Contains(out, "✗ partial index on "+f.name+".outbox") ||
+		!strings.Contains(out, "fix: CREATE INDEX CONCURRENTLY outbox_undispatched ON "+f.name+".outbox (id) WHERE dispatched_at IS NULL;") {
+		t.Fatalf("check without the partial index: exit %d; want 1 with the index's ✗ line and fix:\n%s", code, out)
+	}
+	if _, err := admin.Exec(ctx, `CREATE INDEX ON `+f.name+`.outbox (id) WHERE dispatched_at IS NULL`); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runCheck(t, cfg)
+	if code != 0 {
+		t.Fatalf("check in poll mode on wal_level=replica, role without REPLICATION: exit %d; want 0:\n%s", code, out)
+	}
+	t.Logf("check in poll mode:\n%s", out)
+	insert := `INSERT INTO ` + f.name + `.outbox (aggregatetype, aggregateid, payload) SELECT 'order', 'a' || (g % 3), jsonb_build_object('n', g) FROM generate_series(1, $1::int) g`
+	if _, err := admin.Exec(ctx, insert, 20); err != nil {
+		t.Fatal(err)
+	}
 	r := startRelay(t, cfg)
 	recs := f.consume(t, f.topic("order"), 20, 60*time.Second, time.Second)
 	waitDispatched(t, admin, f, 30*time.Second)
