@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -232,4 +234,53 @@ func TestPollPoisonRow(t *testing.T) {
 	waitDispatched(t, f.admin, f, 30*time.Second)
 	r.stop(t, 20*time.Second)
 	t.Logf("poll mode: the too-large row %d stopped the relay (%s); with errors.tolerance=all it was dead-lettered and the later row %d of its aggregate published", big.id, firstLine(msg), after.id)
+}
+
+// TestPollExampleDDL: the DDL of `outboxrelay sql --mode poll` (table,
+// partial index, role grants), in a schema of its own, with the example
+// connector's column names: check passes, the relay publishes the rows and
+// marks them, and the clean-up statement deletes dispatched rows only.
+func TestPollExampleDDL(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "pollddl")
+	testbed.Exec(t, f.admin, `DROP TABLE `+f.name+`.outbox`)
+	for _, name := range []string{"outbox_poll.sql", "role_poll.sql"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "sql", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ddl := strings.ReplaceAll(string(b), "public.outbox", f.name+".outbox")
+		testbed.Exec(t, f.admin, strings.ReplaceAll(ddl, "outbox_undispatched", f.name+"_undispatched"))
+	}
+	cfg := pollConfig(t, f, map[string]string{
+		"outbox.poll.order.column":                            "id",
+		"transforms.outbox.table.field.event.id":              "message_id",
+		"transforms.outbox.table.field.event.key":             "aggregate_id",
+		"transforms.outbox.route.by.field":                    "aggregate_type",
+		"transforms.outbox.table.fields.additional.placement": "event_type:header:eventType",
+		"transforms.outbox.route.topic.replacement":           f.name + ".${routedByValue}",
+	})
+	if out, code := runCheck(t, cfg); code != 0 {
+		t.Fatalf("check on the poll DDL: exit %d; want 0:\n%s", code, out)
+	}
+	r := startRelay(t, cfg)
+	testbed.Exec(t, f.admin, `INSERT INTO `+f.name+`.outbox (aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('order', 'o-1', 'created', '{"n":1}'), ('order', 'o-1', 'paid', '{"n":2}'), ('order', 'o-2', 'created', '{"n":3}')`)
+	msgs := testbed.Consume(t, f.topic("order"), nil, 3, 30*time.Second, 300*time.Millisecond)
+	if len(msgs) != 3 || headerValue(msgs[0].Headers, "eventType") != "created" || headerValue(msgs[1].Headers, "eventType") != "paid" {
+		t.Fatalf("topic %s: %d records; want created, paid, created", f.topic("order"), len(msgs))
+	}
+	waitDispatched(t, f.admin, f, 30*time.Second)
+	r.stop(t, 20*time.Second)
+	testbed.Exec(t, f.admin, `INSERT INTO `+f.name+`.outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('order', 'o-3', 'created', '{}')`)
+	b, err := os.ReadFile(filepath.Join("..", "..", "sql", "cleanup_poll.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup := strings.ReplaceAll(strings.ReplaceAll(string(b), "public.outbox", f.name+".outbox"), "interval '7 days'", "interval '0 seconds'")
+	testbed.Exec(t, f.admin, cleanup)
+	var left int
+	if err := f.admin.QueryRow(context.Background(), `SELECT count(*) FROM `+f.name+`.outbox`).Scan(&left); err != nil || left != 1 || undispatched(t, f.admin, f) != 1 {
+		t.Fatalf("after the clean-up: %d rows (%v); want only the undispatched row kept", left, err)
+	}
 }
