@@ -157,9 +157,12 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	waits = append(waits, goWait(func() { pingKafka(bg, producer.Ping, m, 5*time.Second) }))
 	waits = append(waits, goWait(func() { logProgress(bg, m, log, 30*time.Second) }))
 	if set.Janitor.Retention > 0 {
-		j := &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"),
-			Active:  func() bool { return m.currentState() == replication.StateStreaming },
-			Deleted: func(n int64) { m.janitorDeleted.Add(float64(n)) }}
+		active := func() bool { return m.currentState() == replication.StateStreaming }
+		deleted := func(n int64) { m.janitorDeleted.Add(float64(n)) }
+		var j interface{ Run(context.Context) } = &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
+		if set.Poll.Poll() {
+			j = &poll.Janitor{Cfg: set.Janitor, Poll: set.Poll, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
+		}
 		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 

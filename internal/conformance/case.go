@@ -55,7 +55,7 @@ type Case struct {
 	// mode); its records are compared per key as sets.
 	PollOrderColumn bool
 	Setup           string
-	Steps       []Step
+	Steps           []Step
 }
 
 // Override sets (or, with Delete, removes) one connector key.

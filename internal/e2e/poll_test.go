@@ -239,7 +239,8 @@ func TestPollPoisonRow(t *testing.T) {
 // TestPollExampleDDL: the DDL of `outboxrelay sql --mode poll` (table,
 // partial index, role grants), in a schema of its own, with the example
 // connector's column names: check passes, the relay publishes the rows and
-// marks them, and the clean-up statement deletes dispatched rows only.
+// marks them, its janitor (outbox.retention.ms) deletes them, and the
+// clean-up statement for cron deletes dispatched rows only.
 func TestPollExampleDDL(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "pollddl")
@@ -259,7 +260,9 @@ func TestPollExampleDDL(t *testing.T) {
 		"transforms.outbox.route.by.field":                    "aggregate_type",
 		"transforms.outbox.table.fields.additional.placement": "event_type:header:eventType",
 		"transforms.outbox.route.topic.replacement":           f.name + ".${routedByValue}",
+		"outbox.retention.ms":                                 "1000",
 	})
+	testbed.Exec(t, f.admin, `GRANT DELETE ON `+f.name+`.outbox TO debezium`)
 	if out, code := runCheck(t, cfg); code != 0 {
 		t.Fatalf("check on the poll DDL: exit %d; want 0:\n%s", code, out)
 	}
@@ -271,6 +274,19 @@ func TestPollExampleDDL(t *testing.T) {
 		t.Fatalf("topic %s: %d records; want created, paid, created", f.topic("order"), len(msgs))
 	}
 	waitDispatched(t, f.admin, f, 30*time.Second)
+	// The janitor deletes dispatched rows once outbox.retention.ms passed.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var n int
+		if err := f.admin.QueryRow(context.Background(), `SELECT count(*) FROM `+f.name+`.outbox`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the poll janitor left %d dispatched rows after 30 s", n)
+		}
+	}
 	r.stop(t, 20*time.Second)
 	testbed.Exec(t, f.admin, `INSERT INTO `+f.name+`.outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('order', 'o-3', 'created', '{}')`)
 	b, err := os.ReadFile(filepath.Join("..", "..", "sql", "cleanup_poll.sql"))
