@@ -37,14 +37,17 @@ func (t *table) bucketExpr() string {
 }
 
 // claimSQL reads the next batch of undispatched rows of the held buckets,
-// in (order, id) order: $1 the buckets (int[]), $2 the limit, and with a
-// cursor $3, $4 the last (order, id) already claimed. The rows are read as
+// in (order, id) order: $1 the buckets (int[]), $2 the limit, and with
+// pending rows $3, the event ids (as text) of this replica's rows claimed
+// and not yet marked, which are skipped. Every read starts at the oldest
+// undispatched row, so it sees every row committed by then (a row
+// committed late with a lower order value too). The rows are read as
 // text, the form pgoutput sends.
-func (t *table) claimSQL(cursor bool) string {
+func (t *table) claimSQL(pending bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SELECT * FROM %s WHERE %s IS NULL AND %s = ANY($1::int[])", t.Quoted, t.Dispatched, t.bucketExpr())
-	if cursor {
-		fmt.Fprintf(&b, " AND (%s, %s) > ($3::%s, $4::%s)", t.Order, t.ID, t.OrderType, t.IDType)
+	if pending {
+		fmt.Fprintf(&b, " AND %s <> ALL($3::text[]::%s[])", t.ID, t.IDType)
 	}
 	fmt.Fprintf(&b, " ORDER BY %s, %s LIMIT $2::int", t.Order, t.ID)
 	return b.String()
@@ -53,7 +56,7 @@ func (t *table) claimSQL(cursor bool) string {
 // markSQL marks rows dispatched by event id ($1, an array of ids as text);
 // a row marked already (by an earlier owner of its bucket) is left alone.
 func (t *table) markSQL() string {
-	return fmt.Sprintf("UPDATE %s SET %s = now() WHERE %s = ANY($1::%s[]) AND %s IS NULL", t.Quoted, t.Dispatched, t.ID, t.IDType, t.Dispatched)
+	return fmt.Sprintf("UPDATE %s SET %s = now() WHERE %s = ANY($1::text[]::%s[]) AND %s IS NULL", t.Quoted, t.Dispatched, t.ID, t.IDType, t.Dispatched)
 }
 
 // stuckSQL counts the undispatched rows older than $1 (an interval) and

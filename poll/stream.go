@@ -12,14 +12,12 @@ import (
 	"github.com/outboxrelay/outboxrelay/capture"
 )
 
-// Pipelining limits: a replica keeps at most maxPending batches claimed
-// and not yet marked, and claims past its cursor for at most cursorLife;
-// then it lets everything pending be marked and reads from the start of
-// its buckets again, which finds rows committed late with a lower order
-// value.
+// Pipelining: a replica keeps at most maxPending batches claimed and not
+// yet marked; a claim skips the pending rows by id (see claimSQL). Every
+// Rebalance it stops claiming until nothing is pending, then recounts the
+// replicas and takes or gives back buckets.
 const (
 	maxPending = 8
-	cursorLife = time.Second
 	ackPoll    = 10 * time.Millisecond // how often pending batches are checked while in flight
 	watchEvery = 30 * time.Second      // the stuck-row watchdog's period
 )
@@ -54,12 +52,10 @@ type stream struct {
 	held    map[int]bool
 	buckets []int // held, sorted: the claim's $1
 
-	cur         *claimed
-	pending     []*batch // claimed, not yet marked dispatched; in position order
-	cursors     map[*table][2]string
-	cursorSince time.Time
-	turn        int // the table polled first next time
-	idleWait    time.Duration
+	cur      *claimed
+	pending  []*batch // claimed, not yet marked dispatched; in position order
+	turn     int      // the table polled first next time
+	idleWait time.Duration
 
 	lastBalance time.Time
 	lastWatch   time.Time
@@ -119,8 +115,7 @@ func (s *stream) tick(ctx context.Context) error {
 		s.src.opt.Observer.Pending(s.p.Oldest())
 	}
 	if len(s.pending) == 0 {
-		s.cursors = nil
-		if time.Since(s.lastBalance) >= s.src.opt.Rebalance {
+		if s.rebalanceDue() {
 			s.lastBalance = time.Now()
 			if err := s.rebalance(ctx); err != nil {
 				return err
@@ -134,13 +129,16 @@ func (s *stream) tick(ctx context.Context) error {
 	return nil
 }
 
-// canClaim: buckets held, room in the pipeline, and either nothing pending
-// (a read from the start) or a young cursor.
+// rebalanceDue: a rebalance is due, so claims wait until nothing is pending.
+func (s *stream) rebalanceDue() bool { return time.Since(s.lastBalance) >= s.src.opt.Rebalance }
+
+// canClaim: buckets held, room in the pipeline, and no rebalance waiting
+// for the pipeline to drain.
 func (s *stream) canClaim() bool {
 	if len(s.buckets) == 0 || len(s.pending) >= maxPending {
 		return false
 	}
-	return len(s.pending) == 0 || time.Since(s.cursorSince) < cursorLife
+	return len(s.pending) == 0 || !s.rebalanceDue()
 }
 
 // claim reads the next batch of the tables in turn; false when none has
@@ -148,10 +146,6 @@ func (s *stream) canClaim() bool {
 func (s *stream) claim(ctx context.Context) (bool, error) {
 	if !s.canClaim() {
 		return false, nil
-	}
-	if s.cursors == nil {
-		s.cursors = map[*table][2]string{}
-		s.cursorSince = time.Now()
 	}
 	for i := range s.tables {
 		t := s.tables[(s.turn+i)%len(s.tables)]
@@ -171,26 +165,28 @@ func (s *stream) claim(ctx context.Context) (bool, error) {
 
 // read runs the claim query on one table; nil when it found nothing.
 func (s *stream) read(ctx context.Context, t *table) (*claimed, error) {
-	cur, has := s.cursors[t]
 	params := [][]byte{[]byte(intArray(s.buckets)), []byte(fmt.Sprint(s.src.cfg.Batch))}
-	if has {
-		params = append(params, []byte(cur[0]), []byte(cur[1]))
+	var skip []string
+	for _, b := range s.pending {
+		if b.t == t {
+			skip = append(skip, b.ids...)
+		}
+	}
+	if len(skip) > 0 {
+		params = append(params, []byte(textArray(skip)))
 	}
 	at := time.Now()
-	res := s.conn.PgConn().ExecParams(ctx, t.claimSQL(has), params, nil, nil, nil).Read()
+	res := s.conn.PgConn().ExecParams(ctx, t.claimSQL(len(skip) > 0), params, nil, nil, nil).Read()
 	if res.Err != nil {
 		return nil, fmt.Errorf("poll mode: claiming rows of %s: %w", t.Name, res.Err)
 	}
 	if len(res.Rows) == 0 {
 		return nil, nil
 	}
-	idIdx, ordIdx := -1, -1
+	idIdx := -1
 	for i, f := range res.FieldDescriptions {
 		if f.Name == s.src.cfg.IDColumn {
 			idIdx = i
-		}
-		if f.Name == s.src.cfg.Order {
-			ordIdx = i
 		}
 	}
 	b := &batch{n: s.next, t: t, ids: make([]string, 0, len(res.Rows))}
@@ -201,8 +197,6 @@ func (s *stream) read(ctx context.Context, t *table) (*claimed, error) {
 		}
 		b.ids = append(b.ids, string(r[idIdx]))
 	}
-	last := res.Rows[len(res.Rows)-1]
-	s.cursors[t] = [2]string{string(last[ordIdx]), string(last[idIdx])}
 	s.next++
 	if err := s.loadNullable(ctx, t); err != nil {
 		return nil, err

@@ -137,6 +137,7 @@ func TestImportBoundaries(t *testing.T) {
 		"router":      {mod},
 		"replication": {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
 		"sink":        {"github.com/jackc/pgx", "github.com/jackc/pglogrepl", mod + "replication"},
+		"poll":        {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
 	}
 	for pkg, banned := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -144,7 +145,7 @@ func TestImportBoundaries(t *testing.T) {
 			t.Fatalf("go list -deps %s: %v", pkg, err)
 		}
 		for _, dep := range strings.Fields(string(out)) {
-			if dep == mod+pkg || (pkg == "replication" && strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"router") && !strings.HasPrefix(dep, mod+"sink") && !strings.HasPrefix(dep, mod+"relay")) {
+			if dep == mod+pkg || ((pkg == "replication" || pkg == "poll") && strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"router") && !strings.HasPrefix(dep, mod+"sink") && !strings.HasPrefix(dep, mod+"relay")) {
 				continue
 			}
 			for _, b := range banned {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -83,6 +85,24 @@ func TestPollReplicasKilled(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	stats := l.finish(t)
 	waitDispatched(t, f.admin, f, 2*time.Minute)
+	// The replicas share the buckets: each holds some, none twice.
+	held := 0
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		var shares []int
+		held = 0
+		for _, r := range relays {
+			n := lastHeld(r)
+			shares = append(shares, n)
+			held += n
+		}
+		if held == 64 && !slices.Contains(shares, 0) {
+			t.Logf("poll kill loop: buckets held by the three replicas at the end: %v", shares)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("buckets held by the replicas: %v; want all 64, shared by the three", shares)
+		}
+	}
 	for _, r := range relays {
 		r.stop(t, 20*time.Second)
 	}
@@ -109,4 +129,20 @@ func TestPollReplicasKilled(t *testing.T) {
 	if bound := kills * 8 * batch; rep.Duplicated() > bound {
 		t.Errorf("%d duplicates after %d kills: more than the %d a kill can explain (8 pending batches of %d rows each)", rep.Duplicated(), kills, bound, batch)
 	}
+}
+
+// lastHeld is the bucket count of a replica's last "poll mode: buckets" line.
+func lastHeld(r *relayProc) int {
+	n := 0
+	for _, line := range strings.Split(r.log(), "\n") {
+		if !strings.Contains(line, "poll mode: buckets") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "held="); ok {
+				n, _ = strconv.Atoi(v)
+			}
+		}
+	}
+	return n
 }
