@@ -262,6 +262,9 @@ func (s *stream) bindRow(c *claimed) {
 // markConfirmed marks dispatched the rows of every pending batch the relay
 // confirmed: Kafka acknowledged them and everything before them.
 func (s *stream) markConfirmed(ctx context.Context) error {
+	if s.p == nil { // closed before Start
+		return nil
+	}
 	confirmed := s.p.Confirmed()
 	n := 0
 	for n < len(s.pending) && s.pending[n].n <= confirmed && s.pending[n] != s.curBatch() {
