@@ -235,6 +235,11 @@ func (b *bench) steady(ctx context.Context, s *Summary, admin *pgx.Conn) error {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		err = waitActive(actx, admin, o.slot)
 		cancel()
+		if o.slot == "" && err == nil {
+			// No slot to watch (a relay in poll mode): give it a moment
+			// to connect; latency counts from the INSERT anyway.
+			time.Sleep(time.Second)
+		}
 		if err != nil {
 			b.stopRelay(relay, s)
 			return err

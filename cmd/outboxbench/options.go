@@ -34,6 +34,7 @@ type options struct {
 	txPerTrip      int
 	slot           string
 	freshSlot      bool
+	noSlot         bool // the relay polls the table (outbox.capture.mode=poll)
 
 	relayCmd  string
 	relayLog  string
@@ -90,6 +91,7 @@ func (o *options) register(fl *flag.FlagSet) {
 	fl.StringVar(&o.types, "aggregate-types", "bench", "comma-separated aggregate types; aggregate a has type a mod len")
 	fl.StringVar(&o.eventType, "event-type", "BenchEvent", "event_type column value")
 	fl.StringVar(&o.slot, "slot", "", "the relay's slot: created (pgoutput) before inserting when missing; its confirmed_flush_lsn is timed")
+	fl.BoolVar(&o.noSlot, "no-slot", false, "the relay needs no slot (outboxrelay in poll mode): --relay-cmd without --slot")
 	fl.BoolVar(&o.freshSlot, "fresh-slot", false, "drop --slot (when idle) and create it anew before inserting, so the relay does not first decode WAL written since its last run")
 	fl.StringVar(&o.relayCmd, "relay-cmd", "", "start the relay with /bin/sh -c (in its own process group), measure it, SIGTERM it at the end")
 	fl.StringVar(&o.relayLog, "relay-log", filepath.Join(os.TempDir(), "outboxbench-relay.log"), "the relay's stdout and stderr")
@@ -150,8 +152,8 @@ func (o *options) validate() error {
 	if o.freshSlot && o.slot == "" {
 		errs = append(errs, errors.New("--fresh-slot needs --slot"))
 	}
-	if o.relayCmd != "" && o.slot == "" {
-		errs = append(errs, errors.New("--relay-cmd needs --slot (the relay's slot must exist before the insert, or a no_data relay would skip the events)"))
+	if o.relayCmd != "" && o.slot == "" && !o.noSlot {
+		errs = append(errs, errors.New("--relay-cmd needs --slot (the relay's slot must exist before the insert, or a no_data relay would skip the events), or --no-slot for a relay in poll mode"))
 	}
 	if o.mode == "steady" {
 		if o.rate <= 0 || o.duration <= 0 {

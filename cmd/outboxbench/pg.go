@@ -134,6 +134,9 @@ func waitConfirmed(ctx context.Context, conn *pgx.Conn, slot string, target pglo
 
 // waitActive waits until a walsender streams from slot.
 func waitActive(ctx context.Context, conn *pgx.Conn, slot string) error {
+	if slot == "" {
+		return nil
+	}
 	for {
 		var active bool
 		err := conn.QueryRow(ctx, `SELECT coalesce((SELECT active FROM pg_replication_slots WHERE slot_name = $1), false)`, slot).Scan(&active)

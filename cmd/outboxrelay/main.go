@@ -22,8 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -155,9 +157,12 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	waits = append(waits, goWait(func() { pingKafka(bg, producer.Ping, m, 5*time.Second) }))
 	waits = append(waits, goWait(func() { logProgress(bg, m, log, 30*time.Second) }))
 	if set.Janitor.Retention > 0 {
-		j := &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"),
-			Active:  func() bool { return m.currentState() == replication.StateStreaming },
-			Deleted: func(n int64) { m.janitorDeleted.Add(float64(n)) }}
+		active := func() bool { return m.currentState() == replication.StateStreaming }
+		deleted := func(n int64) { m.janitorDeleted.Add(float64(n)) }
+		var j interface{ Run(context.Context) } = &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
+		if set.Poll.Poll() {
+			j = &poll.Janitor{Cfg: set.Janitor, Poll: set.Poll, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
+		}
 		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 
@@ -202,14 +207,24 @@ func build(cfg *config.Config, log *slog.Logger) (*setup.Setup, *sink.Producer, 
 	return set, producer, nil
 }
 
-// wire connects the data path: the replication source, the router, the
+// wire connects the data path: the capture source (logical replication, or
+// polling under outbox.capture.mode=poll), the router, the
 // producer as the sink, the poison policy and the metrics.
 func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logger) (relay.Options, error) {
 	poison, err := set.Poison(producer, log)
 	if err != nil {
 		return relay.Options{}, err
 	}
-	src, err := replication.NewSource(&set.Postgres, replication.SourceOptions{Log: log, Observer: m})
+	var src capture.Source
+	// Poll mode has no slot to lose (the table is its position): nothing
+	// is recorded in the offsets topic.
+	var positions relay.PositionStore
+	if set.Poll.Poll() {
+		src, err = poll.NewSource(&set.Postgres, set.Poll, poll.SourceOptions{Log: log, Observer: m, Stuck: func(n int64) { m.pollStuck.Set(float64(n)) }})
+	} else {
+		src, err = replication.NewSource(&set.Postgres, replication.SourceOptions{Log: log, Observer: m})
+		positions = set.Positions(producer)
+	}
 	if err != nil {
 		return relay.Options{}, err
 	}
@@ -226,7 +241,7 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 		MaxInFlightBytes: set.Kafka.BufferMemory,
 		MaxRetries:       set.Postgres.MaxRetries,
 		RetryWait:        set.Postgres.RetryWait,
-		Positions:        set.Positions(producer),
+		Positions:        positions,
 		RecordEvery:      set.Offsets.Every,
 	}, nil
 }

@@ -40,6 +40,7 @@ type metrics struct {
 	snapshotRows   prometheus.Gauge
 	snapshotActive prometheus.Gauge
 	janitorDeleted prometheus.Counter
+	pollStuck      prometheus.Gauge
 	stateGauge     *prometheus.GaugeVec
 
 	events    atomic.Uint64 // records published, for the progress line's rate
@@ -95,6 +96,7 @@ func newMetrics(inFlight func() (int, int64)) *metrics {
 	m.snapshotRows = f.gauge("outboxrelay_snapshot_rows", "Rows emitted by the current or last initial snapshot.")
 	m.snapshotActive = f.gauge("outboxrelay_snapshot_running", "1 while an initial snapshot runs.")
 	m.janitorDeleted = f.counter("outboxrelay_janitor_deleted_rows_total", "Outbox rows deleted by the clean-up janitor (outbox.retention.ms).")
+	m.pollStuck = f.gauge("outboxrelay_poll_stuck_rows", "Poll mode: outbox rows undispatched for longer than outbox.poll.stuck.after.ms.")
 	m.stateGauge = f.gaugeVec("outboxrelay_state", "1 for the relay's current state, 0 for the others.", "state")
 	for _, s := range states {
 		m.stateGauge.WithLabelValues(s)

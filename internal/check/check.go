@@ -94,7 +94,11 @@ func (c *checker) fail(name, detail, fix string) {
 func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer, log *slog.Logger) error {
 	c := &checker{pg: &set.Postgres, router: set.Router.Config(), kafka: set.Kafka, jan: set.Janitor,
 		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
-	c.postgres(ctx)
+	if set.Poll.Poll() {
+		c.pollPostgres(ctx, set.Poll)
+	} else {
+		c.postgres(ctx)
+	}
 	c.kafkaChecks(ctx)
 	if c.conn != nil {
 		c.conn.Close(context.Background())

@@ -32,6 +32,8 @@ import (
 //	-- difference: a, b      documented differences this case may show (Differences)
 //	-- ci: yes               part of the reduced form that `make test` runs
 //	-- table: custom         do not create the fixture's outbox table
+//	-- poll-order: order-column   poll mode may order one key's records by the
+//	                         order column rather than by commit (TestConformancePoll)
 //
 // The body has a `-- @setup` section (DDL run before the slots exist, in the
 // case's own schema, after the fixture's outbox table is created) and a
@@ -48,8 +50,12 @@ type Case struct {
 	Differences []string
 	CI          bool
 	CustomTable bool
-	Setup       string
-	Steps       []Step
+	// PollOrderColumn: the case commits one aggregate's rows out of their
+	// order-column order, where poll mode follows the column (README, Poll
+	// mode); its records are compared per key as sets.
+	PollOrderColumn bool
+	Setup           string
+	Steps           []Step
 }
 
 // Override sets (or, with Delete, removes) one connector key.
@@ -246,6 +252,11 @@ func (p *caseParser) header(n int, trim string) error {
 		}
 	case "ci":
 		c.CI = val == "yes"
+	case "poll-order":
+		if val != "order-column" {
+			return p.fail(n, "poll-order: only `order-column` is known")
+		}
+		c.PollOrderColumn = true
 	case "table":
 		if val != "custom" {
 			return p.fail(n, "table: only `custom` is known")

@@ -81,7 +81,7 @@ func (e *Env) run(ctx context.Context, c *Case, n names) (dbz, rly []Record, err
 	defer e.deleteConnector(n.schema)
 
 	// outboxrelay: its own process on its own slot.
-	relay, err := e.startRelay(c, n, withNamespace(base, n.slotR, n.nsR))
+	relay, err := e.startRelay(c, n, withNamespace(base, n.slotR, n.nsR), "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -343,16 +343,18 @@ type relayProc struct {
 	done    chan struct{}
 }
 
-func (e *Env) startRelay(c *Case, n names, cfg map[string]any) (*relayProc, error) {
+// startRelay starts outboxrelay with cfg; tag tells apart the files of
+// several relays of one case.
+func (e *Env) startRelay(c *Case, n names, cfg map[string]any, tag string) (*relayProc, error) {
 	b, err := json.MarshalIndent(map[string]any{"name": n.schema, "config": cfg}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(e.WorkDir, n.schema+".json")
+	path := filepath.Join(e.WorkDir, n.schema+tag+".json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return nil, err
 	}
-	p := &relayProc{logPath: filepath.Join(e.WorkDir, n.schema+".log"), done: make(chan struct{})}
+	p := &relayProc{logPath: filepath.Join(e.WorkDir, n.schema+tag+".log"), done: make(chan struct{})}
 	logf, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err

@@ -139,6 +139,7 @@ func TestImportBoundaries(t *testing.T) {
 		"sink":        {"github.com/jackc/pgx", "github.com/jackc/pglogrepl", mod + "replication"},
 		"outbox":      {mod + "relay", mod + "replication", mod + "sink"},
 		"consumer":    {mod + "relay", mod + "replication"},
+		"poll":        {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
 	}
 	for pkg, banned := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -146,7 +147,7 @@ func TestImportBoundaries(t *testing.T) {
 			t.Fatalf("go list -deps %s: %v", pkg, err)
 		}
 		for _, dep := range strings.Fields(string(out)) {
-			if dep == mod+pkg || (pkg == "replication" && strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"router") && !strings.HasPrefix(dep, mod+"sink") && !strings.HasPrefix(dep, mod+"relay")) {
+			if dep == mod+pkg || ((pkg == "replication" || pkg == "poll") && strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"router") && !strings.HasPrefix(dep, mod+"sink") && !strings.HasPrefix(dep, mod+"relay")) {
 				continue
 			}
 			if pkg == "capture" || pkg == "router" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
@@ -26,7 +27,8 @@ type Setup struct {
 	Router    *router.Router
 	Kafka     sink.Config
 	Janitor   replication.JanitorConfig
-	Tolerance string // errors.tolerance
+	Poll      poll.Config // outbox.capture.mode and outbox.poll.*
+	Tolerance string      // errors.tolerance
 	Offsets   OffsetsConfig
 }
 
@@ -85,6 +87,8 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	errs = append(errs, err)
 	ocfg, err := parseOffsets(cfg.Relay, cfg.Name, pcfg.TopicPrefix)
 	errs = append(errs, err)
+	pollCfg, err := poll.ParseConfig(cfg.Relay, rcfg.EventIDField, rcfg.EventKeyField, jcfg.Column)
+	errs = append(errs, err)
 	tolerance := cfg.Relay["errors.tolerance"]
 	_, err = relay.ParseTolerance(tolerance)
 	errs = append(errs, err)
@@ -95,7 +99,7 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Tolerance: tolerance, Offsets: ocfg}, nil
+	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance, Offsets: ocfg}, nil
 }
 
 // Producer returns the Kafka producer the configuration describes.

@@ -1,6 +1,9 @@
 -- case: two interleaved transactions: records follow commit order, not statement order
 -- records: 5
 -- ci: yes
+-- poll-order: order-column
+-- (poll mode cannot see commit order: it publishes one aggregate's rows in
+-- order-column order, here the time-ordered ids, i.e. statement order)
 -- @run
 -- @conn 1
 BEGIN;

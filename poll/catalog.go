@@ -1,0 +1,116 @@
+package poll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/replication"
+)
+
+// ErrTable reports an outbox table poll mode cannot read as configured: a
+// missing or mistyped column, named with the key and the fix. Not
+// retryable.
+var ErrTable = errors.New("poll mode: outbox table")
+
+// column is what the catalog says about one column.
+type column struct {
+	Type    string // format_type
+	NotNull bool
+}
+
+// columns reads the columns of a table: name → type and nullability.
+func columns(ctx context.Context, conn *pgx.Conn, name string) (map[string]column, error) {
+	schema, rel, _ := strings.Cut(name, ".")
+	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, schema, rel)
+	if err != nil {
+		return nil, fmt.Errorf("poll mode: reading the columns of %s: %w", name, err)
+	}
+	out := map[string]column{}
+	var col string
+	var c column
+	if _, err := pgx.ForEachRow(rows, []any{&col, &c.Type, &c.NotNull}, func() error { out[col] = c; return nil }); err != nil {
+		return nil, fmt.Errorf("poll mode: reading the columns of %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// isTimestamp reports whether a format_type names a timestamp type.
+func isTimestamp(typ string) bool { return strings.HasPrefix(typ, "timestamp") }
+
+// describe checks the table's columns against the configuration and
+// returns how to read it. Every error names the key and the statement
+// that fixes it.
+func describe(ctx context.Context, conn *pgx.Conn, name string, cfg Config) (*table, error) {
+	cols, err := columns(ctx, conn, name)
+	if err != nil {
+		return nil, err
+	}
+	return checkColumns(name, cols, cfg)
+}
+
+// checkColumns is describe's pure part.
+func checkColumns(name string, cols map[string]column, cfg Config) (*table, error) {
+	q := replication.QuoteTables([]string{name})[0]
+	var errs []error
+	need := func(col, key string) column {
+		c, ok := cols[col]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w %s has no column %q (%s)", ErrTable, name, col, key))
+		}
+		return c
+	}
+	id := need(cfg.IDColumn, "table.field.event.id")
+	need(cfg.KeyColumn, "table.field.event.key")
+	ord := need(cfg.Order, KeyOrder)
+	if ord.Type != "" && !ord.NotNull {
+		errs = append(errs, fmt.Errorf("%w %s: the order column %q (%s) may be NULL; a NULL row has no place in the order: ALTER TABLE %s ALTER COLUMN %s SET NOT NULL;",
+			ErrTable, name, cfg.Order, KeyOrder, q, replication.QuoteIdent(cfg.Order)))
+	}
+	if d, ok := cols[cfg.Dispatched]; !ok {
+		errs = append(errs, fmt.Errorf("%w %s has no column %q (%s): ALTER TABLE %s ADD COLUMN %s timestamptz; %s",
+			ErrTable, name, cfg.Dispatched, KeyDispatched, q, replication.QuoteIdent(cfg.Dispatched), IndexSQL(name, cfg.Order, cfg.IDColumn, cfg.Dispatched)))
+	} else if !isTimestamp(d.Type) {
+		errs = append(errs, fmt.Errorf("%w %s: the dispatched column %q (%s) is %s; poll mode sets it to now(): use a timestamptz column",
+			ErrTable, name, cfg.Dispatched, KeyDispatched, d.Type))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	t := &table{Name: name, Quoted: q, ID: replication.QuoteIdent(cfg.IDColumn), IDType: id.Type,
+		Key: replication.QuoteIdent(cfg.KeyColumn), Order: replication.QuoteIdent(cfg.Order), OrderType: ord.Type,
+		Dispatched: replication.QuoteIdent(cfg.Dispatched)}
+	switch {
+	case isTimestamp(ord.Type):
+		t.Age = t.Order
+	case isTimestamp(cols[cfg.AgeColumn].Type):
+		t.Age = replication.QuoteIdent(cfg.AgeColumn)
+	}
+	return t, nil
+}
+
+// HasIndex reports whether the table has a partial index whose predicate
+// is "<dispatched> IS NULL".
+func HasIndex(ctx context.Context, conn *pgx.Conn, name, dispatched string) (bool, error) {
+	var n int
+	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index i
+		WHERE i.indrelid = $1::regclass AND i.indpred IS NOT NULL
+		  AND pg_get_expr(i.indpred, i.indrelid) = $2`,
+		replication.QuoteTables([]string{name})[0], "("+replication.QuoteIdent(dispatched)+" IS NULL)").Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("poll mode: reading the indexes of %s: %w", name, err)
+	}
+	return n > 0, nil
+}
+
+// CheckTable reports what describe would refuse about a table, for
+// outboxrelay check: nil when poll mode can read it as configured.
+func CheckTable(ctx context.Context, conn *pgx.Conn, name string, cfg Config) error {
+	_, err := describe(ctx, conn, name, cfg)
+	return err
+}

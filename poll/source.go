@@ -1,0 +1,122 @@
+// Package poll is the polling capture source (capture.Source) for
+// databases without logical replication: no slot, no publication, any
+// wal_level, and a role that needs only SELECT and UPDATE on the outbox
+// table.
+//
+// A stream claims batches of undispatched rows (the dispatched column is
+// NULL) of the aggregates it owns and yields each batch as one
+// transaction: Begin, the rows as inserts, Commit, at a synthetic position
+// that grows by one per batch. It marks a batch's rows dispatched only
+// once the relay's Progress has confirmed the batch, that is once Kafka
+// acknowledged every record of it and of every batch before it.
+//
+// Replicas share the work by aggregate: aggregates hash into Buckets
+// buckets, and a replica reads only the buckets it holds by PostgreSQL
+// session advisory lock, so one aggregate is read by one replica at a time,
+// in order. DESIGN.md (Poll mode) gives the argument that order per
+// aggregate holds across crashes and restarts.
+package poll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/replication"
+)
+
+// SourceOptions are the knobs of a Source besides its configuration. Log
+// is required; Observer and Stuck may be nil.
+type SourceOptions struct {
+	Log      *slog.Logger
+	Observer replication.Observer // State (streaming, standby) and Pending
+	// Stuck is told, at every watchdog round, how many rows are
+	// undispatched for longer than outbox.poll.stuck.after.ms.
+	Stuck func(rows int64)
+	// Rebalance is how often a replica recounts the replicas and takes or
+	// gives back buckets. Default 1 s.
+	Rebalance time.Duration
+}
+
+// Source is the polling capture source. It connects to nothing until Open.
+type Source struct {
+	pg  *replication.Config
+	cfg Config
+	opt SourceOptions
+}
+
+// NewSource returns a poll source reading the tables of pg's
+// table.include.list with cfg.
+func NewSource(pg *replication.Config, cfg Config, opt SourceOptions) (*Source, error) {
+	if pg == nil || opt.Log == nil {
+		return nil, errors.New("poll.NewSource: the PostgreSQL config and Log are required")
+	}
+	if opt.Rebalance <= 0 {
+		opt.Rebalance = time.Second
+	}
+	return &Source{pg: pg, cfg: cfg, opt: opt}, nil
+}
+
+// Retryable: the PostgreSQL side's rule; a table poll mode cannot read is
+// not retried.
+func (s *Source) Retryable(err error) bool {
+	return !errors.Is(err, ErrTable) && replication.Retryable(err)
+}
+
+// Close releases nothing: a stream's locks live on its own connection.
+func (s *Source) Close() {}
+
+// Acquire has nothing to wait for: replicas share the work by bucket locks
+// (see DESIGN.md, Poll mode).
+func (s *Source) Acquire(context.Context) error { return nil }
+
+// Open connects, reads the outbox tables' columns, counts itself in among
+// the replicas and returns a stream starting at confirmed (batch numbers
+// continue from it within one process).
+func (s *Source) Open(ctx context.Context, known capture.Known) (_ capture.Stream, err error) {
+	confirmed := known.Confirmed
+	conn, err := s.pg.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	names, err := replication.IncludedTables(ctx, conn, s.pg)
+	if err != nil {
+		return nil, err
+	}
+	st := &stream{src: s, conn: conn, from: confirmed, next: confirmed + 1, held: map[int]bool{}}
+	for _, n := range names {
+		t, err := describe(ctx, conn, n, s.cfg)
+		if err != nil {
+			return nil, err
+		}
+		if t.Age == "" && s.cfg.StuckAfter > 0 {
+			s.opt.Log.Warn("poll mode: the watchdog cannot tell the age of rows: the order column is not a timestamp and there is no timestamp column",
+				"table", n, "order_column", s.cfg.Order, "set", "outbox.retention.column")
+		}
+		st.tables = append(st.tables, t)
+	}
+	if err := conn.QueryRow(ctx, `SELECT hashtext($1) & 2147483647`, "outboxrelay-poll:"+strings.Join(names, ",")).Scan(&st.lockKey); err != nil {
+		return nil, fmt.Errorf("poll mode: lock key: %w", err)
+	}
+	if err := st.join(ctx); err != nil {
+		return nil, err
+	}
+	s.opt.Log.Info("poll mode: connected", "tables", names, "member", st.member, "batch", s.cfg.Batch,
+		"order_column", s.cfg.Order, "dispatched_column", s.cfg.Dispatched, "interval", s.cfg.Interval.String())
+	return st, nil
+}
+
+func (s *Source) state(st string) {
+	if s.opt.Observer != nil {
+		s.opt.Observer.State(st)
+	}
+}
