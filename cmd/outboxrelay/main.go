@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -133,6 +134,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	defer producer.Close()
 	m := newMetrics(producer.InFlight)
 	producer.SetObserver(m)
+	memoryLimit(set.Kafka.BufferMemory, log)
 	opt, err := wire(set, producer, m, log)
 	if err != nil {
 		return usageError{scrub(err)}
@@ -259,6 +261,19 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use json or text", format)
+}
+
+// memoryLimit sets Go's soft memory limit to buffer.memory plus a fixed
+// allowance, unless GOMEMLIMIT is set: the work in flight is bounded by
+// buffer.memory, and the limit makes the collector run before the heap
+// doubles it (with GOGC alone, a full buffer could take twice its size).
+func memoryLimit(bufferMemory int64, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := bufferMemory + 24<<20
+	debug.SetMemoryLimit(limit)
+	log.Debug("memory limit", "bytes", limit, "set", "GOMEMLIMIT to choose another")
 }
 
 // goWait runs f in a goroutine and returns a function that waits for it.
