@@ -271,7 +271,7 @@ func memoryLimit(bufferMemory int64, log *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	limit := bufferMemory + 24<<20
+	limit := bufferMemory + 16<<20
 	debug.SetMemoryLimit(limit)
 	log.Debug("memory limit", "bytes", limit, "set", "GOMEMLIMIT to choose another")
 }
