@@ -3,6 +3,7 @@ package deploytest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,9 @@ func exampleConfig(t *testing.T, dir, host string, port int, overrides map[strin
 	}
 	doc.Config["database.hostname"] = host
 	doc.Config["database.port"] = strconv.Itoa(port)
+	// Each test is a connector of its own: its slot is new, and a position
+	// recorded under the file's fixed name by an earlier run would refuse it.
+	doc.Config["offsets.storage.topic"] = fmt.Sprintf("offsets.%d", time.Now().UnixNano())
 	for k, v := range overrides {
 		doc.Config[k] = v
 	}
