@@ -31,30 +31,10 @@ type Janitor struct {
 // Run cleans up every interval (half the retention, between 1 s and 1 min)
 // until ctx ends; a failed round is logged and tried again next round.
 func (j *Janitor) Run(ctx context.Context) {
-	every := min(max(j.Cfg.Retention/2, time.Second), time.Minute)
+	every := j.Cfg.Interval()
 	j.Log.Info("janitor: deleting dispatched outbox rows older than the retention (poll mode)",
 		"retention", j.Cfg.Retention.String(), "column", j.Poll.Dispatched, "batch", j.Cfg.Batch, "every", every.String())
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !j.Active() {
-			continue
-		}
-		n, err := j.Round(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			j.Log.Warn("janitor: clean-up round failed; trying again next round", "deleted", n, "err", err)
-		} else if n > 0 {
-			j.Log.Info("janitor: deleted old outbox rows", "rows", n)
-		}
-	}
+	replication.RunRounds(ctx, every, j.Active, j.Round, j.Log)
 }
 
 // Round deletes old dispatched rows from every outbox table, batch by

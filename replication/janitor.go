@@ -49,9 +49,9 @@ func ParseJanitorConfig(relay map[string]string) (JanitorConfig, error) {
 	return c, nil
 }
 
-// interval is the pause between two clean-up rounds: half the retention,
+// Interval is the pause between two clean-up rounds: half the retention,
 // between 1 s and 1 min, so rows live at most about 1.5 × the retention.
-func (c JanitorConfig) interval() time.Duration {
+func (c JanitorConfig) Interval() time.Duration {
 	return min(max(c.Retention/2, time.Second), time.Minute)
 }
 
@@ -93,8 +93,15 @@ type Janitor struct {
 // and tried again next round.
 func (j *Janitor) Run(ctx context.Context) {
 	j.Log.Info("janitor: deleting confirmed outbox rows older than the retention",
-		"retention", j.Cfg.Retention.String(), "column", j.Cfg.Column, "batch", j.Cfg.Batch, "every", j.Cfg.interval().String())
-	t := time.NewTicker(j.Cfg.interval())
+		"retention", j.Cfg.Retention.String(), "column", j.Cfg.Column, "batch", j.Cfg.Batch, "every", j.Cfg.Interval().String())
+	RunRounds(ctx, j.Cfg.Interval(), j.Active, j.Round, j.Log)
+}
+
+// RunRounds calls round every interval while active says this instance
+// streams, until ctx ends; a failed round is logged and tried again next
+// round. The janitors of both capture modes run through it.
+func RunRounds(ctx context.Context, every time.Duration, active func() bool, round func(context.Context) (int64, error), log *slog.Logger) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -102,17 +109,17 @@ func (j *Janitor) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if !j.Active() {
+		if !active() {
 			continue
 		}
-		n, err := j.Round(ctx)
+		n, err := round(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			j.Log.Warn("janitor: clean-up round failed; trying again next round", "deleted", n, "err", err)
+			log.Warn("janitor: clean-up round failed; trying again next round", "deleted", n, "err", err)
 		} else if n > 0 {
-			j.Log.Info("janitor: deleted old outbox rows", "rows", n)
+			log.Info("janitor: deleted old outbox rows", "rows", n)
 		}
 	}
 }
