@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -119,39 +118,12 @@ func (r *relayProc) stop(t *testing.T) error {
 // changed, and any overrides applied (a nil value deletes the key).
 func exampleConfig(t *testing.T, overrides map[string]any) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "connector.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Name   string         `json:"name"`
-		Config map[string]any `json:"config"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
 	host, port := testbed.PostgresHostPort(t)
-	doc.Config["database.hostname"] = host
-	doc.Config["database.port"] = strconv.Itoa(port)
-	// Tests drop and create the example slot again: each config is a
-	// connector of its own, with no recorded position to refuse that.
-	doc.Config["offsets.storage.topic"] = fmt.Sprintf("offsets.%d", time.Now().UnixNano())
+	all := map[string]any{"database.hostname": host, "database.port": strconv.Itoa(port)}
 	for k, v := range overrides {
-		if v == nil {
-			delete(doc.Config, k)
-		} else {
-			doc.Config[k] = v
-		}
+		all[k] = v
 	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "connector.json")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testbed.ConnectorFile(t, "", filepath.Join("..", "..", "testdata", "connector.json"), all)
 }
 
 // prepareExample creates the fixture's outbox table, role grant and

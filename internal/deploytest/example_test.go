@@ -2,8 +2,6 @@ package deploytest
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,34 +19,11 @@ import (
 // readable: the image's user (uid 65532) reads it through a bind mount.
 func exampleConfig(t *testing.T, dir, host string, port int, overrides map[string]string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "connector.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Name   string         `json:"name"`
-		Config map[string]any `json:"config"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc.Config["database.hostname"] = host
-	doc.Config["database.port"] = strconv.Itoa(port)
-	// Each test is a connector of its own: its slot is new, and a position
-	// recorded under the file's fixed name by an earlier run would refuse it.
-	doc.Config["offsets.storage.topic"] = fmt.Sprintf("offsets.%d", time.Now().UnixNano())
+	all := map[string]any{"database.hostname": host, "database.port": strconv.Itoa(port)}
 	for k, v := range overrides {
-		doc.Config[k] = v
+		all[k] = v
 	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "connector.json")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testbed.ConnectorFile(t, dir, filepath.Join("..", "..", "testdata", "connector.json"), all)
 }
 
 // prepareExample creates make demo's outbox table, role and publication

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,37 +19,7 @@ import (
 // points it at this fixture changed: address, slot, publication, table.
 func articleConfig(t *testing.T, f *fixture) string {
 	t.Helper()
-	b, err := os.ReadFile("../../testdata/article/connector.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Name   string            `json:"name"`
-		Config map[string]string `json:"config"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	host, port := testbed.PostgresHostPort(t)
-	for k, v := range map[string]string{
-		"database.hostname": host, "database.port": strconv.Itoa(port), "database.sslmode": "disable",
-		"slot.name": f.name, "publication.name": f.name, "table.include.list": f.name + ".events_outbox",
-		// A connector of its own per run: the file's name is fixed, and a
-		// position recorded by an earlier run would refuse the new slot.
-		"offsets.storage.topic":     "offsets." + f.name,
-		"status.update.interval.ms": "1000",
-	} {
-		doc.Config[k] = v
-	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "connector.json")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testbed.ConnectorFile(t, "", "../../testdata/article/connector.json", f.connectorOverrides(t, nil))
 }
 
 // createArticleTable creates testdata/article/events_outbox.sql in the

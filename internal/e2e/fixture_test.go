@@ -69,6 +69,23 @@ func newFixture(t *testing.T, short string) *fixture {
 // topic is the topic the relay routes aggregate type aggType to.
 func (f *fixture) topic(aggType string) string { return f.name + "." + aggType }
 
+// connectorOverrides point a connector file at the fixture (the bed's
+// address, the fixture's slot, publication and events_outbox table), with
+// extra on top.
+func (f *fixture) connectorOverrides(t *testing.T, extra map[string]any) map[string]any {
+	t.Helper()
+	host, port := testbed.PostgresHostPort(t)
+	o := map[string]any{
+		"database.hostname": host, "database.port": strconv.Itoa(port), "database.sslmode": "disable",
+		"slot.name": f.name, "publication.name": f.name, "table.include.list": f.name + ".events_outbox",
+		"status.update.interval.ms": "1000",
+	}
+	for k, v := range extra {
+		o[k] = v
+	}
+	return o
+}
+
 // config writes a connector JSON for this namespace, as a user would write
 // it for Kafka Connect, with overrides applied, and returns its path.
 func (f *fixture) config(t *testing.T, overrides map[string]string) string {

@@ -36,37 +36,10 @@ func newOrdersExample(t *testing.T, f *fixture) *ordersExample {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/outboxrelay/outboxrelay/examples/orders").CombinedOutput(); err != nil {
 		t.Fatalf("building examples/orders: %v\n%s", err, out)
 	}
-	b, err := os.ReadFile("../../examples/orders/connector.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Name   string            `json:"name"`
-		Config map[string]string `json:"config"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	host, port := testbed.PostgresHostPort(t)
-	for k, v := range map[string]string{
-		"database.hostname": host, "database.port": strconv.Itoa(port), "database.sslmode": "disable",
-		"slot.name": f.name, "publication.name": f.name, "table.include.list": f.name + ".events_outbox",
-		// A connector of its own per run: the file's name is fixed, and a
-		// position recorded by an earlier run would refuse the new slot.
-		"offsets.storage.topic":                     "offsets." + f.name,
-		"transforms.outbox.route.topic.replacement": f.name + ".${routedByValue}", "status.update.interval.ms": "1000",
-	} {
-		doc.Config[k] = v
-	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &ordersExample{bin: bin, cfg: filepath.Join(t.TempDir(), "connector.json"),
+	cfg := testbed.ConnectorFile(t, "", "../../examples/orders/connector.json", f.connectorOverrides(t, map[string]any{
+		"transforms.outbox.route.topic.replacement": f.name + ".${routedByValue}"}))
+	e := &ordersExample{bin: bin, cfg: cfg,
 		env: []string{"DATABASE_URL=" + testbed.Postgres(t), "KAFKA_BROKERS=" + testbed.KafkaBrokers(t)}}
-	if err := os.WriteFile(e.cfg, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	testbed.Exec(t, f.admin, `DROP PUBLICATION `+f.name) // setup creates it over events_outbox
 	e.run(t, "setup", "--publication", f.name)
 	return e
