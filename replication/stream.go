@@ -319,6 +319,7 @@ func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*
 func (s *stream) relation(ctx context.Context, r *RelationMessage) error {
 	rel := s.rels.Put(r)
 	if !s.cfg.Includes(rel.Namespace, rel.Name) {
+		delete(s.catalog, rel.ID) // renamed out of table.include.list
 		return nil
 	}
 	info, err := readRelCatalog(ctx, s.conn, rel)
@@ -342,7 +343,11 @@ func (s *stream) rowEvent(at pglogrepl.LSN, op capture.Op, relID uint32, t *Tupl
 	if !ok {
 		return nil, fmt.Errorf("decoding pgoutput at %s: row for relation %d before its Relation message", at, relID)
 	}
-	if !s.cfg.Includes(rel.Namespace, rel.Name) {
+	// An entry in catalog: its last Relation message matched
+	// table.include.list (the regexps run once per Relation message, not
+	// once per row).
+	info, included := s.catalog[relID]
+	if !included {
 		s.skip("other_table")
 		return nil, nil
 	}
@@ -356,7 +361,6 @@ func (s *stream) rowEvent(at pglogrepl.LSN, op capture.Op, relID uint32, t *Tupl
 	r.Op = op
 	r.Table = rel.QualifiedName()
 	r.Position++
-	info := s.catalog[relID]
 	r.Columns = bindColumns(r.Columns[:0], rel, t, info.nullable, nil)
 	r.KeyChanged = false
 	r.OldKey = r.OldKey[:0]
