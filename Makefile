@@ -26,7 +26,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/outboxrelay ./cmd/outboxrelay
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./router/ ./replication/ ./sink/
+	$(GO) test -run '^$$' -bench . -benchmem ./router/ ./replication/ ./sink/ ./relay/
 
 # outboxrelay against pg_recvlogical: 1M-event backlogs and a steady rate (scripts/bench).
 bench-relay:

@@ -28,11 +28,19 @@ type partitionWorker struct {
 	// for every record: at a steady rate that was a goroutine wake-up and a
 	// timer reset per event, most of the relay's CPU.
 	lingering bool
-	wake      chan struct{} // capacity 1: "the queue changed"
+	// idle: the worker sleeps with nothing queued. The push that queues
+	// the first record arms the linger timer itself instead of waking the
+	// worker to arm it: one wake-up per batch, when it is due, not two.
+	idle  bool
+	timer *time.Timer // the linger timer; armed says whether it runs
+	armed bool
+	wake  chan struct{} // capacity 1: "the queue changed"
 }
 
 func newPartitionWorker(p *Producer, key topicPartition) *partitionWorker {
-	return &partitionWorker{p: p, key: key, wake: make(chan struct{}, 1)}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &partitionWorker{p: p, key: key, wake: make(chan struct{}, 1), timer: t}
 }
 
 // push appends pe; false when the worker has stopped (the producer closes).
@@ -46,6 +54,10 @@ func (w *partitionWorker) push(pe *pending) bool {
 	w.queue = append(w.queue, pe)
 	w.queued += pe.size
 	signal := !w.lingering || w.queued >= w.batchLimit()
+	if w.idle && len(w.queue) == 1 && w.p.cfg.Linger > 0 && w.queued < w.batchLimit() {
+		w.idle, w.lingering, signal = false, true, false
+		w.armLocked(w.p.cfg.Linger)
+	}
 	w.mu.Unlock()
 	if signal {
 		select {
@@ -85,42 +97,53 @@ func (w *partitionWorker) run() {
 // record has waited linger.ms. nil when the producer closes.
 func (w *partitionWorker) next() []*pending {
 	limit := w.batchLimit()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		w.mu.Lock()
-		var wait time.Duration
 		if len(w.queue) > 0 {
-			wait = w.p.cfg.Linger - time.Since(w.queue[0].queued)
+			wait := w.p.cfg.Linger - time.Since(w.queue[0].queued)
 			if wait <= 0 || w.queued >= limit {
-				w.lingering = false
+				w.lingering, w.idle = false, false
+				w.disarmLocked()
 				batch := w.takeLocked(limit)
 				w.mu.Unlock()
 				return batch
 			}
+			if !w.armed {
+				w.armLocked(wait)
+			}
 		}
-		w.lingering = wait > 0
+		w.lingering = len(w.queue) > 0
+		w.idle = len(w.queue) == 0
 		w.mu.Unlock()
 
-		var lingerDone <-chan time.Time
-		if wait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			lingerDone = timer.C
-		}
 		select {
 		case <-w.wake:
-		case <-lingerDone:
+		case <-w.timer.C:
+			w.mu.Lock()
+			w.armed = false
+			w.mu.Unlock()
 		case <-w.p.ctx.Done():
+			w.mu.Lock()
+			w.idle = false
+			w.disarmLocked()
+			w.mu.Unlock()
 			return nil
 		}
+	}
+}
+
+// armLocked starts the linger timer: it fires after d. Go's timers (since
+// 1.23) deliver no stale tick after Reset or Stop, so a timer re-armed by
+// push never wakes the worker early for an older batch.
+func (w *partitionWorker) armLocked(d time.Duration) {
+	w.timer.Reset(d)
+	w.armed = true
+}
+
+func (w *partitionWorker) disarmLocked() {
+	if w.armed {
+		w.timer.Stop()
+		w.armed = false
 	}
 }
 

@@ -171,16 +171,44 @@ func (b *bench) recvlogical(ctx context.Context, s *Summary, endpos pglogrepl.LS
 		return err
 	}
 	b.log.Info("pg_recvlogical draining", "slot", b.o.recvSlot, "endpos", endpos)
-	d, err := runRecvlogical(ctx, bin, b.o.pgURL, b.o.recvSlot, b.o.publication, endpos)
+	d, cpu, err := runRecvlogical(ctx, bin, b.o.pgURL, b.o.recvSlot, b.o.publication, endpos)
 	if err != nil {
 		return err
 	}
 	s.Recvlogical = &Recvlogical{
 		Slot: b.o.recvSlot, Seconds: round3(d.Seconds()),
 		ThroughputEPS: round1(float64(b.o.events) / d.Seconds()), EndLSN: endpos.String(),
+		CPUSeconds: round3(cpu.Seconds()), CPUSecondsPerMillion: round3(cpu.Seconds() / float64(b.o.events) * 1e6),
 	}
-	b.log.Info("pg_recvlogical done", "seconds", s.Recvlogical.Seconds, "eps", s.Recvlogical.ThroughputEPS)
+	b.log.Info("pg_recvlogical done", "seconds", s.Recvlogical.Seconds, "eps", s.Recvlogical.ThroughputEPS, "cpu_seconds", s.Recvlogical.CPUSeconds)
 	return nil
+}
+
+// recvlogicalBeside starts pg_recvlogical streaming from --recvlogical-slot
+// beside the relay through a steady run; the returned stop records its CPU
+// per event in s. Without the flag it does nothing.
+func (b *bench) recvlogicalBeside(ctx context.Context, s *Summary) (stop func(), err error) {
+	if b.o.recvSlot == "" {
+		return func() {}, nil
+	}
+	bin, err := findRecvlogical(b.o.recvBin)
+	if err != nil {
+		return nil, err
+	}
+	r, err := startRecvlogical(ctx, bin, b.o.pgURL, b.o.recvSlot, b.o.publication)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		d, cpu, err := r.stop()
+		if err != nil {
+			b.log.Warn("pg_recvlogical beside the relay", "err", err)
+			return
+		}
+		s.Recvlogical = &Recvlogical{Slot: b.o.recvSlot, Seconds: round3(d.Seconds()), CPUSeconds: round3(cpu.Seconds()),
+			CPUSecondsPerMillion: round3(cpu.Seconds() / float64(b.o.events) * 1e6)}
+		b.log.Info("pg_recvlogical stopped", "seconds", s.Recvlogical.Seconds, "cpu_seconds", s.Recvlogical.CPUSeconds)
+	}, nil
 }
 
 // backlog: consumer first (from the end offsets), insert everything, time
@@ -254,6 +282,14 @@ func (b *bench) steady(ctx context.Context, s *Summary, admin *pgx.Conn) error {
 		return err
 	}
 	defer col.stop()
+	stopRecv, err := b.recvlogicalBeside(ctx, s)
+	if err != nil {
+		if relay != nil {
+			b.stopRelay(relay, s)
+		}
+		return err
+	}
+	defer stopRecv()
 	in := &inserter{pgURL: o.pgURL, table: o.table, w: &o.workload}
 	stop := b.every(ctx, func() {
 		b.log.Info("steady", "inserted", in.inserted.Load(), "of", o.events, "received", col.unique.Load(), "duplicates", col.dups.Load())

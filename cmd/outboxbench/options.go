@@ -103,6 +103,8 @@ func (o *options) register(fl *flag.FlagSet) {
 		o.registerBacklog(fl, "recvlogical-slot", "also time pg_recvlogical on the same backlog from this fresh slot (made before the insert, dropped after)", "keep-recvlogical-slot")
 		return
 	}
+	fl.StringVar(&o.recvSlot, "recvlogical-slot", "", "also run pg_recvlogical beside the relay through the run, streaming from this fresh slot (made before the insert, dropped after), for its CPU per event")
+	fl.StringVar(&o.recvBin, "pg-recvlogical", "", "pg_recvlogical binary (default: PATH, then /usr/lib/postgresql/*/bin)")
 	fl.Float64Var(&o.rate, "rate", 1000, "events per second")
 	fl.DurationVar(&o.duration, "duration", 60*time.Second, "how long to insert")
 	fl.DurationVar(&o.warmup, "warmup", 2*time.Second, "events of the first warmup are checked but left out of the latency")

@@ -177,25 +177,64 @@ func versionOf(path string) int {
 	return v
 }
 
-// Recvlogical is the raw decoding limit: pg_recvlogical draining the same
-// backlog from its own pgoutput slot to /dev/null.
+// Recvlogical is the floor of anything that reads the same stream:
+// pg_recvlogical receiving it from its own pgoutput slot and writing it to
+// /dev/null. On a backlog it drains the backlog first (timed from start to
+// its exit at endpos); on a steady run it streams beside the relay for the
+// whole run (ThroughputEPS is then 0: the rate is the input).
 type Recvlogical struct {
-	Slot          string  `json:"slot"`
-	Seconds       float64 `json:"seconds"`
-	ThroughputEPS float64 `json:"throughput_eps"`
-	EndLSN        string  `json:"endpos"`
+	Slot                 string  `json:"slot"`
+	Seconds              float64 `json:"seconds"`
+	ThroughputEPS        float64 `json:"throughput_eps,omitempty"`
+	EndLSN               string  `json:"endpos,omitempty"`
+	CPUSeconds           float64 `json:"cpu_seconds"`
+	CPUSecondsPerMillion float64 `json:"cpu_seconds_per_million,omitempty"`
 }
 
-// runRecvlogical times pg_recvlogical from start to its exit at endpos.
-func runRecvlogical(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) (time.Duration, error) {
-	cmd := exec.CommandContext(ctx, bin,
-		"-d", pgURL, "--slot", slot, "--start",
-		"-o", "proto_version=1", "-o", "publication_names="+publication,
-		"--endpos", endpos.String(), "--no-loop", "-f", "/dev/null")
+func recvlogicalCmd(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) *exec.Cmd {
+	args := []string{"-d", pgURL, "--slot", slot, "--start",
+		"-o", "proto_version=1", "-o", "publication_names=" + publication, "--no-loop", "-f", "/dev/null"}
+	if endpos != 0 {
+		args = append(args, "--endpos", endpos.String())
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// runRecvlogical times pg_recvlogical from start to its exit at endpos and
+// returns its user + system CPU.
+func runRecvlogical(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) (time.Duration, time.Duration, error) {
+	cmd := recvlogicalCmd(ctx, bin, pgURL, slot, publication, endpos)
 	t0 := time.Now()
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("running pg_recvlogical --slot %s --endpos %s: %w", slot, endpos, err)
+		return 0, 0, fmt.Errorf("running pg_recvlogical --slot %s --endpos %s: %w", slot, endpos, err)
 	}
-	return time.Since(t0), nil
+	return time.Since(t0), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// streamingRecvlogical is pg_recvlogical streaming until stop.
+type streamingRecvlogical struct {
+	cmd     *exec.Cmd
+	started time.Time
+}
+
+func startRecvlogical(ctx context.Context, bin, pgURL, slot, publication string) (*streamingRecvlogical, error) {
+	cmd := recvlogicalCmd(ctx, bin, pgURL, slot, publication, 0)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting pg_recvlogical --slot %s: %w", slot, err)
+	}
+	return &streamingRecvlogical{cmd: cmd, started: time.Now()}, nil
+}
+
+// stop ends pg_recvlogical with SIGINT (its orderly stop) and returns how
+// long it ran and its user + system CPU.
+func (r *streamingRecvlogical) stop() (time.Duration, time.Duration, error) {
+	_ = r.cmd.Process.Signal(os.Interrupt)
+	err := r.cmd.Wait()
+	d := time.Since(r.started)
+	if r.cmd.ProcessState == nil {
+		return d, 0, fmt.Errorf("stopping pg_recvlogical: %w", err)
+	}
+	return d, r.cmd.ProcessState.UserTime() + r.cmd.ProcessState.SystemTime(), nil
 }

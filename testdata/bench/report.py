@@ -57,8 +57,11 @@ def table_rows(workloads, res):
             s = res[w].get(r)
             rec = (s or {}).get("recvlogical") if r == "outboxrelay" else None
             if rec:
-                rows.append(f"| {w} | pg_recvlogical | {fmt(rec.get('throughput_eps'))} | – | {fmt(rec.get('seconds'), '{:.1f}')} "
-                            "| – | – | – | – | – | – |")
+                beside = w.startswith("steady")
+                rows.append(f"| {w} | pg_recvlogical{' (beside outboxrelay)' if beside else ''} | "
+                            f"{'–' if beside else fmt(rec.get('throughput_eps'))} | – | "
+                            f"{'–' if beside else fmt(rec.get('seconds'), '{:.1f}')} "
+                            f"| – | – | {fmt(rec.get('cpu_seconds_per_million'), '{:.1f}')} | – | – | – |")
             if s is None:
                 rows.append(f"| {w} | {r} | failed or not run | | | | | | | | |")
                 continue
@@ -67,7 +70,7 @@ def table_rows(workloads, res):
             steady = w.startswith("steady")
             rows.append("| {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} | {} | {} / {} / {} |".format(
                 w, r,
-                fmt(s.get("achieved_rate")) + " (paced)" if steady else fmt(s.get("throughput_eps")),
+                f"{fmt(s.get('achieved_rate'))} inserted of {fmt(s.get('rate'))} offered" if steady else fmt(s.get("throughput_eps")),
                 "–" if steady else fmt(s.get("throughput_after_first_event_eps")),
                 "–" if steady else fmt(s.get("drain_seconds"), "{:.1f}"),
                 fmt(lat.get("p50"), "{:.1f}"), fmt(lat.get("p99"), "{:.1f}"), fmt(lat.get("max"), "{:.0f}"),
@@ -105,6 +108,60 @@ def target_rows(workloads, res):
             verdict = f"**not met** ({sum(not met(v) for v in have)} of {len(have)} workloads miss it)"
         rows.append(f"| {label} | {goal} | " + " | ".join(cells) + f" | {verdict} |")
     return rows
+
+
+def cpu(res, w, r):
+    return (res.get(w, {}).get(r) or {}).get("cpu_seconds_per_million")
+
+
+def recv_cpu(res, w):
+    return ((res.get(w, {}).get("outboxrelay") or {}).get("recvlogical") or {}).get("cpu_seconds_per_million")
+
+
+def worst_second(s):
+    pts = [p for p in (s or {}).get("timeline") or [] if p.get("samples")]
+    if not pts:
+        return None, None
+    return max(p["p99_ms"] for p in pts), max(p["max_ms"] for p in pts)
+
+
+def cell(v, goal_met, f="{:.2f}×"):
+    return "–" if v is None else f.format(v) + (" ✅" if goal_met(v) else " ❌")
+
+
+def efficiency_rows(workloads, res):
+    """The targets of issue 14, from this run: one row per target."""
+    o = lambda w: res.get(w, {}).get("outboxrelay")
+    rows = []
+    v = ratio(cpu(res, "steady-1000", "outboxrelay"), cpu(res, "backlog-1", "outboxrelay"))
+    rows.append(("CPU per event at a steady 1,000/s ÷ outboxrelay's own draining 1 row/tx", "≤ 3×", cell(v, lambda x: x <= 3), v is not None and v <= 3, v))
+    v = ratio(cpu(res, "steady-1000", "outboxrelay"), cpu(res, "steady-1000", "debezium"))
+    rows.append(("CPU per event at a steady 1,000/s, outboxrelay ÷ Debezium", "≤ 0.25×", cell(v, lambda x: x <= 0.25), v is not None and v <= 0.25, v))
+    v = ratio(cpu(res, "backlog-1", "outboxrelay"), recv_cpu(res, "backlog-1"))
+    rows.append(("CPU per event draining 1 row/tx, outboxrelay ÷ pg_recvlogical", "≤ 2×", cell(v, lambda x: x <= 2), v is not None and v <= 2, v))
+    v = ratio(cpu(res, "backlog-100", "outboxrelay"), recv_cpu(res, "backlog-100"))
+    rows.append(("CPU per event draining 100 rows/tx, outboxrelay ÷ pg_recvlogical", "≤ 1.5×", cell(v, lambda x: x <= 1.5), v is not None and v <= 1.5, v))
+    s = o("steady-1000")
+    p99 = ((s or {}).get("latency_ms") or {}).get("p99")
+    rows.append(("p99 at 1,000/s", "≤ 10 ms", cell(p99, lambda x: x <= 10, "{:.1f} ms"), p99 is not None and p99 <= 10, p99))
+    wp99, wmax = worst_second(s)
+    rows.append(("worst one-second p99 at 1,000/s (its slowest event in brackets)", "≤ 50 ms",
+                 "–" if wp99 is None else f"{wp99:.1f} ms ({wmax:.0f} ms) " + ("✅" if wp99 <= 50 else "❌"),
+                 wp99 is not None and wp99 <= 50, wp99))
+    s = o("steady-4000")
+    got = (s or {}).get("achieved_rate")
+    rows.append(("insert rate reached at 4,000/s offered while outboxrelay ran", "≥ 99 % of 4,000",
+                 cell(got, lambda x: x >= 3960, "{:,.0f}/s"), got is not None and got >= 3960, got))
+    p99 = ((s or {}).get("latency_ms") or {}).get("p99")
+    rows.append(("p99 at 4,000/s", "< 50 ms", cell(p99, lambda x: x < 50, "{:.1f} ms"), p99 is not None and p99 < 50, p99))
+    rss = {w: (o(w) or {}).get("peak_rss_mib") for w in workloads}
+    have = [x for x in rss.values() if x]
+    worst = max(have) if have else None
+    rows.append(("peak RSS, every workload (the largest)", "< 40 MiB",
+                 "–" if worst is None else f"{worst:.0f} MiB ({max(rss, key=lambda w: rss[w] or 0)}) " + ("✅" if worst < 40 else "❌"),
+                 worst is not None and worst < 40 and len(have) == len(workloads), worst))
+    return ["| {} | {} | {} | {} |".format(label, goal, c, "**met**" if ok else ("not measured" if v is None else "**not met**"))
+            for label, goal, c, ok, v in rows]
 
 
 def observations(workloads, res):
@@ -173,8 +230,10 @@ def chart(path, workloads, res):
 
     backlogs = [w for w in workloads if w.startswith("backlog")]
     steadies = [w for w in workloads if w.startswith("steady")]
-    cols = max(len(backlogs), len(steadies), 1)
+    cols = max(len(backlogs) + 2, len(steadies), 1)
     fig, axes = plt.subplots(2, cols, figsize=(5 * cols, 6.4), squeeze=False)
+    if steadies:
+        rate_curves(axes[0][len(backlogs)], axes[0][len(backlogs) + 1], steadies, res)
     for i, w in enumerate(backlogs):
         ax = axes[0][i]
         for r in RELAYS:
@@ -220,6 +279,48 @@ def chart(path, workloads, res):
     plt.close(fig)
 
 
+def rate_curves(lat_ax, cpu_ax, steadies, res):
+    """p50 and p99 latency, and CPU per event, over the offered rate."""
+    rates = {w: int(w.split("-")[1]) for w in steadies}
+    for r in RELAYS:
+        pts = [(rates[w], res[w][r]) for w in steadies if res[w].get(r)]
+        lat = [(x, s["latency_ms"]) for x, s in pts if s.get("latency_ms")]
+        if lat:
+            lat_ax.plot([x for x, _ in lat], [max(l["p99"], 0.1) for _, l in lat], color=COLORS[r], marker="o", ms=4, lw=1.4, label=f"{r} p99")
+            lat_ax.plot([x for x, _ in lat], [max(l["p50"], 0.1) for _, l in lat], color=COLORS[r], marker=".", ms=4, lw=1, ls="--", label=f"{r} p50")
+        c = [(x, s["cpu_seconds_per_million"]) for x, s in pts if s.get("cpu_seconds_per_million")]
+        if c:
+            cpu_ax.plot([x for x, _ in c], [v for _, v in c], color=COLORS[r], marker="o", ms=4, lw=1.4, label=r)
+    rec = [(rates[w], ((res[w].get("outboxrelay") or {}).get("recvlogical") or {}).get("cpu_seconds_per_million")) for w in steadies]
+    rec = [(x, v) for x, v in rec if v]
+    if rec:
+        cpu_ax.plot([x for x, _ in rec], [v for _, v in rec], color=COLORS["pg_recvlogical"], marker="o", ms=4, lw=1.2, ls="--", label="pg_recvlogical (beside outboxrelay)")
+    lat_ax.set_yscale("log")
+    lat_ax.set_title("latency over the offered rate", fontsize=10)
+    lat_ax.set_xlabel("events/s offered")
+    lat_ax.set_ylabel("INSERT to consumer, ms (log)")
+    lat_ax.grid(alpha=0.3, which="both")
+    lat_ax.legend(fontsize=8, loc="best")
+    cpu_ax.set_yscale("log")
+    cpu_ax.set_title("CPU per event over the offered rate", fontsize=10)
+    cpu_ax.set_xlabel("events/s offered")
+    cpu_ax.set_ylabel("CPU s per M events (log)")
+    cpu_ax.grid(alpha=0.3, which="both")
+    cpu_ax.legend(fontsize=8, loc="best")
+
+
+def extras(directory):
+    """Sections other issues add: every *.md of the directory, in name order."""
+    if not directory or not os.path.isdir(directory):
+        return ""
+    parts = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".md"):
+            with open(os.path.join(directory, name)) as f:
+                parts.append(f.read().strip())
+    return "".join("\n" + p + "\n" for p in parts)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -228,6 +329,7 @@ def main():
     ap.add_argument("--events", type=int, required=True)
     ap.add_argument("--steady", required=True)
     ap.add_argument("--workloads", required=True)
+    ap.add_argument("--extra", help="a directory whose *.md files are appended, in name order")
     a = ap.parse_args()
     workloads = a.workloads.split()
     res = {w: {r: load(a.out, w, r) for r in RELAYS} for w in workloads}
@@ -247,16 +349,17 @@ def main():
         f"\n> **Reduced run**: {a.events:,}-event backlogs, not the 1,000,000 the full comparison uses.\n")
     doc = f"""# Benchmarks: outboxrelay, Debezium and pg_recvlogical
 
-Produced by `scripts/compare` in one run of {m['seconds'] / 60:.1f} minutes (the issue allows 30) on one machine and one bed:
-{a.events:,}-event backlogs at 1 and 100 rows per transaction, and steady runs of {a.steady} at 1,000 and
-5,000 events/s. Each tool ran alone, on its own fresh replication slot and topic namespace, reading the same
-connector JSON.
+Produced by `scripts/compare` in one run of {m['seconds'] / 60:.1f} minutes on one machine and one bed:
+{a.events:,}-event backlogs at 1 and 100 rows per transaction, and steady runs of {a.steady} at
+{', '.join(f"{int(w.split('-')[1]):,}" for w in workloads if w.startswith('steady'))} events/s offered. Each
+relay ran alone, on its own fresh replication slot and topic namespace, reading the same connector JSON;
+pg_recvlogical ran on a slot of its own, before outboxrelay on a backlog and beside it on a steady run.
 {smoke}
-![drain throughput per second of the backlogs and p99 latency per second of the steady runs]({chart_rel})
+![drain throughput per second of the backlogs, latency and CPU per event over the offered rate, and p99 latency per second of each steady run]({chart_rel})
 
 ## Results
 
-| workload | tool | events/s, from process start | events/s, after the first event | drain s | latency p50 / p99 / max ms | peak RSS MiB | CPU s per M events | start to first event s | slot confirmed last commit, s | received / missing / duplicates |
+| workload | tool | events/s, from process start (steady: the insert rate reached) | events/s, after the first event | drain s | latency p50 / p99 / max ms | peak RSS MiB | CPU s per M events | start to first event s | slot confirmed last commit, s | received / missing / duplicates |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 """ + "\n".join(table_rows(workloads, res)) + """
 
@@ -269,6 +372,17 @@ backlog's latency is mostly its wait for the relay to start), RSS and start-up o
 | target | goal | """ + " | ".join(workloads) + """ | verdict |
 | --- | --- | """ + " | ".join("---" for _ in workloads) + """ | --- |
 """ + "\n".join(target_rows(workloads, res)) + """
+
+## Against the targets of issue 14 (CPU per event, the latency curve)
+
+Ratios from this run. CPU per event is the relay process's user + system CPU over its whole life per
+event; pg_recvlogical's is its own process's, on the backlog while it drains it, on a steady run while it
+streams beside outboxrelay. The latency targets are for a quiet machine; this one is shared (see the load
+under Machine).
+
+| target | goal | this run | verdict |
+| --- | --- | --- | --- |
+""" + "\n".join(efficiency_rows(workloads, res)) + """
 
 ### Observations from this run
 
@@ -288,7 +402,13 @@ checks every event (run id, sequence number, per-aggregate order; 100 aggregate 
 - **Peak RSS**: the largest sum of VmHWM over the relay's process group, sampled every 100 ms from /proc
   (Debezium: the Connect JVM, started by `scripts/debezium run-connector`, which execs `java`).
 - **CPU s per M events**: user + system CPU of the relay process over its whole life (start-up, work,
-  idle time until it is stopped) per million events of the run.
+  idle time until it is stopped) per million events of the run. **pg_recvlogical's**: the same for its
+  process (`-f /dev/null`), draining the backlog from its own slot before outboxrelay starts, or streaming
+  from its own slot beside outboxrelay for the whole steady run (its walsender decodes the WAL a second
+  time then, on the same 2 cores, which makes outboxrelay's steady runs harder, not easier, than
+  Debezium's, which ran alone). The floor for anything that reads the same stream.
+- **Insert rate reached** (steady runs): events ÷ the time the paced inserter took; below the offered rate
+  when the machine could not keep up while that relay ran.
 - **Start to first event**: relay process start to the first event read from Kafka.
 - **Slot confirmed last commit**: process start until the slot's `confirmed_flush_lsn` passed the WAL
   position just before the run's last COMMIT; outboxbench waits at most `--confirm-timeout` after the last
@@ -339,7 +459,7 @@ The whole comparison:
 
 which ran, one after the other (`--relay-cmd` starts, measures and stops the relay):
 
-""" + "\n\n".join("\n".join("    " + line for line in c.splitlines()) for c in cmds) + "\n"
+""" + "\n\n".join("\n".join("    " + line for line in c.splitlines()) for c in cmds) + "\n" + extras(a.extra)
     with open(a.markdown, "w") as f:
         f.write(doc)
 
