@@ -1,0 +1,249 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Column names of an OpMessage event: the relay passes a logical decoding
+// message as these two columns, so that the poison policy dumps it like a
+// row.
+const (
+	MessagePrefixColumn  = "prefix"
+	MessageContentColumn = "content"
+)
+
+// MessageTable is what an OpMessage event's Table says: errors and
+// dead-letter headers name the message's prefix there.
+func MessageTable(prefix string) string { return "pg_logical_emit_message:" + prefix }
+
+// routeMessage applies DecodeLogicalDecodingMessageContent and then the
+// EventRouter to a logical decoding message: the content must be a JSON
+// object, whose members become the fields the EventRouter reads, as
+// Debezium 3.6.1 builds them (JsonSchemaData): strings, int32 or int64
+// integers, doubles, booleans, nested objects and arrays; a null member is
+// left out unless fields.null.include, and so is an empty array.
+func (r *Router) routeMessage(ev *Event) (Record, error) {
+	m := &r.msg
+	*m = Event{Op: OpCreate, Table: ev.Table, CommitLSN: ev.CommitLSN, CommitTime: ev.CommitTime,
+		Position: ev.Position, ProcessedAt: ev.ProcessedAt, structured: true, Columns: r.msgCols[:0]}
+	content := ev.column(MessageContentColumn, new(int))
+	if content == nil {
+		return Record{}, r.rowError(ev, "", MessageContentColumn, "", "a message event without content; this is a bug in the caller")
+	}
+	var err error
+	r.msgArena = r.msgArena[:0]
+	m.Columns, r.msgArena, err = decodeMessageFields(m.Columns, r.msgArena, content.Value.Text, r.cfg.FieldsNullInclude)
+	r.msgCols = m.Columns
+	if err != nil {
+		e := r.rowError(ev, "", MessageContentColumn, "", err.Error()+"; Debezium's "+DecodeMessageClass+" fails on it too: emit a JSON object")
+		e.ConfigKey = "transforms." + r.cfg.MessagesAlias + ".type"
+		return Record{}, e
+	}
+	return r.route(m)
+}
+
+// decodeMessageFields appends the top-level members of a message's JSON
+// content to cols, their text to arena (which the columns point into).
+func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool) ([]Column, []byte, error) {
+	// Debezium: content.startsWith("{") || startsWith("["), and an array
+	// then fails its cast to a Struct.
+	if len(content) == 0 || content[0] != '{' {
+		return cols, arena, fmt.Errorf("the message content is not a JSON object (it starts with %q)", preview(content))
+	}
+	// Columns alias the arena; when it grows they keep the old array,
+	// whose bytes nothing overwrites (every column's slice is capped).
+	arena = arena[:0]
+	d := &msgDecoder{dec: json.NewDecoder(bytes.NewReader(content)), nullInclude: nullInclude}
+	d.dec.UseNumber()
+	if _, err := d.dec.Token(); err != nil { // the '{'
+		return cols, arena, fmt.Errorf("the message content is not valid JSON: %v", err)
+	}
+	for d.dec.More() {
+		tok, err := d.dec.Token()
+		if err != nil {
+			return cols, arena, fmt.Errorf("the message content is not valid JSON: %v", err)
+		}
+		name := tok.(string)
+		col, keep, err := d.field(name, &arena)
+		if err != nil {
+			return cols, arena, err
+		}
+		if keep {
+			cols = append(cols, col)
+		}
+	}
+	if _, err := d.dec.Token(); err != nil { // the '}'; like Jackson's readTree, trailing text is ignored
+		return cols, arena, fmt.Errorf("the message content is not valid JSON: %v", err)
+	}
+	return cols, arena, nil
+}
+
+func preview(b []byte) string {
+	if len(b) > 20 {
+		return string(b[:20]) + "…"
+	}
+	return string(b)
+}
+
+// msgDecoder walks a message's JSON content token by token.
+type msgDecoder struct {
+	dec         *json.Decoder
+	nullInclude bool
+}
+
+// field decodes one top-level member into a column; keep is false for a
+// member Debezium leaves out (a null without fields.null.include, an empty
+// array).
+func (d *msgDecoder) field(name string, arena *[]byte) (Column, bool, error) {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return Column{}, false, fmt.Errorf("the message content is not valid JSON: %v", err)
+	}
+	col := Column{Name: name, Nullable: true}
+	start := len(*arena)
+	switch t := tok.(type) {
+	case string:
+		*arena = append(*arena, t...)
+		col.Value.OID = oidText
+	case json.Number:
+		var oid uint32
+		if *arena, oid, err = appendJavaNumber(*arena, string(t)); err != nil {
+			return col, false, fmt.Errorf("field %q: %v", name, err)
+		}
+		col.Value.OID = oid
+	case bool:
+		col.Value.OID = oidBool
+		*arena = append(*arena, "f"...)
+		if t {
+			(*arena)[start] = 't'
+		}
+	case nil:
+		col.Value = Value{OID: oidBytea, Null: true} // OPTIONAL_BYTES, as Debezium
+		return col, d.nullInclude, nil
+	case json.Delim:
+		n := 0
+		if *arena, n, err = d.appendComposite(*arena, t); err != nil {
+			return col, false, fmt.Errorf("field %q: %v", name, err)
+		}
+		if t == '[' && n == 0 {
+			return col, false, nil // an empty array has no schema: left out
+		}
+		col.Value.OID = oidJSONB
+	}
+	col.Value.Text = (*arena)[start:len(*arena):len(*arena)]
+	return col, true, nil
+}
+
+// appendComposite renders the object or array whose opening delim was
+// read, as Kafka Connect's JsonConverter writes the Struct Debezium built
+// of it: members in document order, null members left out unless
+// fields.null.include, empty-array members left out, strings escaped as
+// Jackson escapes them, numbers as Java prints an int, long or double. It
+// returns the number of members or elements.
+func (d *msgDecoder) appendComposite(dst []byte, open json.Delim) ([]byte, int, error) {
+	dst = append(dst, byte(open))
+	n := 0
+	for d.dec.More() {
+		mark := len(dst)
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		if open == '{' {
+			tok, err := d.dec.Token()
+			if err != nil {
+				return dst, n, err
+			}
+			dst = AppendJSONString(dst, tok.(string))
+			dst = append(dst, ':')
+		}
+		var keep bool
+		var err error
+		if dst, keep, err = d.appendValue(dst, open == '{'); err != nil {
+			return dst, n, err
+		}
+		if !keep {
+			dst = dst[:mark]
+			continue
+		}
+		n++
+	}
+	if _, err := d.dec.Token(); err != nil {
+		return dst, n, err
+	}
+	return append(dst, byte(open)+2), n, nil // '{'+2 is '}', '['+2 is ']'
+}
+
+// appendValue renders one value; keep is false for an object member that
+// Debezium leaves out.
+func (d *msgDecoder) appendValue(dst []byte, member bool) ([]byte, bool, error) {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return dst, false, err
+	}
+	switch t := tok.(type) {
+	case string:
+		return AppendJSONString(dst, t), true, nil
+	case json.Number:
+		dst, _, err = appendJavaNumber(dst, string(t))
+		return dst, true, err
+	case bool:
+		return strconv.AppendBool(dst, t), true, nil
+	case nil:
+		return append(dst, "null"...), !member || d.nullInclude, nil
+	case json.Delim:
+		dst, n, err := d.appendComposite(dst, t)
+		return dst, !(member && t == '[' && n == 0), err
+	}
+	return dst, false, errors.New("unexpected JSON token")
+}
+
+// appendJavaNumber appends a JSON number as Jackson's node for it prints:
+// an integer as an int (oidInt4) or a long (oidInt8), any other number as
+// a Java double (oidFloat8). An integer beyond a long is refused, as
+// Debezium's Struct refuses the BigDecimal it makes of it.
+func appendJavaNumber(dst []byte, text string) ([]byte, uint32, error) {
+	if !strings.ContainsAny(text, ".eE") {
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return dst, 0, fmt.Errorf("integer %s does not fit a 64-bit long, which Debezium cannot put in its record", text)
+		}
+		oid := uint32(oidInt8)
+		if n >= math.MinInt32 && n <= math.MaxInt32 {
+			oid = oidInt4
+		}
+		return strconv.AppendInt(dst, n, 10), oid, nil
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return dst, 0, fmt.Errorf("number %s is out of a double's range", text)
+	}
+	return appendJavaDouble(dst, f), oidFloat8, nil
+}
+
+// appendJavaDouble appends f as Java's Double.toString writes it: plain
+// with at least one decimal for 1e-3 <= |f| < 1e7, else "d.dddE±n".
+func appendJavaDouble(dst []byte, f float64) []byte {
+	if a := math.Abs(f); f == 0 || (a >= 1e-3 && a < 1e7) {
+		start := len(dst)
+		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+		if bytes.IndexByte(dst[start:], '.') < 0 {
+			dst = append(dst, ".0"...)
+		}
+		return dst
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // 1.5e+10
+	mant, exp, _ := strings.Cut(s, "e")
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	e, _ := strconv.Atoi(exp)
+	dst = append(dst, mant...)
+	dst = append(dst, 'E')
+	return strconv.AppendInt(dst, int64(e), 10)
+}

@@ -1,0 +1,151 @@
+package router
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// messageConfig is a Debezium 3.x outbox-without-a-table connector: the
+// decode transformation, then the EventRouter with Debezium's default
+// field names.
+func messageConfig(t *testing.T, overrides map[string]string) Config {
+	t.Helper()
+	m := withOverrides(map[string]string{
+		"transforms":                                  "decode, outbox",
+		"transforms.decode.type":                      DecodeMessageClass,
+		"transforms.outbox.type":                      EventRouterClass,
+		"transforms.outbox.route.by.field":            "aggregatetype",
+		"transforms.outbox.route.topic.replacement":   "${routedByValue}",
+		"transforms.outbox.table.expand.json.payload": "true",
+	}, overrides)
+	cfg, _, err := ParseConfig(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func messageEvent(prefix, content string) *Event {
+	return &Event{Op: OpMessage, Table: MessageTable(prefix), CommitLSN: 0x16B374D848, CommitTime: testCommitTime,
+		Columns: []Column{col(MessagePrefixColumn, oidText, prefix), col(MessageContentColumn, oidBytea, content)}}
+}
+
+func TestParseConfigMessageChain(t *testing.T) {
+	cfg := messageConfig(t, map[string]string{"transforms.decode.fields.null.include": "TRUE"})
+	if !cfg.Messages || cfg.MessagesAlias != "decode" || !cfg.FieldsNullInclude || cfg.Alias != "outbox" {
+		t.Errorf("config = %+v", cfg)
+	}
+	for name, tc := range map[string]struct {
+		overrides map[string]string
+		key       string
+	}{
+		"decode after the router": {map[string]string{"transforms": "outbox,decode"}, "transforms"},
+		"two decoders":            {map[string]string{"transforms": "decode,d2,outbox", "transforms.d2.type": DecodeMessageClass}, "transforms"},
+		"unknown decode option":   {map[string]string{"transforms.decode.fields.null.includ": "true"}, "transforms.decode.fields.null.includ"},
+		"decode predicate":        {map[string]string{"transforms.decode.predicate": "p"}, "transforms.decode.predicate"},
+		"bad boolean":             {map[string]string{"transforms.decode.fields.null.include": "yes"}, "transforms.decode.fields.null.include"},
+		"timestamp field":         {map[string]string{"transforms.outbox.table.field.event.timestamp": "ts"}, "transforms.outbox.table.field.event.timestamp"},
+		"value schemas":           {map[string]string{"value.converter": JSONConverterClass}, "value.converter.schemas.enable"},
+		"other transform":         {map[string]string{"transforms": "decode,x,outbox", "transforms.x.type": "org.apache.kafka.connect.transforms.InsertField$Value"}, "transforms.x.type"},
+	} {
+		m := withOverrides(map[string]string{
+			"transforms": "decode,outbox", "transforms.decode.type": DecodeMessageClass, "transforms.outbox.type": EventRouterClass,
+		}, tc.overrides)
+		_, _, err := ParseConfig(m)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != tc.key {
+			t.Errorf("%s: err = %v, want a ConfigError on %s", name, err, tc.key)
+		}
+	}
+	// Without the decode transformation, messages are not routed.
+	cfg, _, err := ParseConfig(map[string]string{"transforms": "outbox", "transforms.outbox.type": EventRouterClass})
+	if err != nil || cfg.Messages {
+		t.Errorf("lone EventRouter: Messages=%v err=%v", cfg.Messages, err)
+	}
+}
+
+func TestRouteMessage(t *testing.T) {
+	const example = `{"id":"9b6f3c1e","aggregatetype":"orders","aggregateid":"o-1","type":"OrderPaid",` +
+		`"payload":{"orderId":42,"amount":19.9,"note":null,"tags":[],"big":10000000000,"ok":true,"s":"\u00e9\/x","e":1e21}}`
+	tests := []struct {
+		name, content string
+		overrides     map[string]string
+		key, value    string
+		headers       string
+	}{
+		{name: "object payload, nulls and empty arrays left out", content: example,
+			key: "o-1", value: `{"orderId":42,"amount":19.9,"big":10000000000,"ok":true,"s":"é/x","e":1.0E21}`, headers: "id=9b6f3c1e"},
+		{name: "fields.null.include keeps nulls", content: example, overrides: map[string]string{"transforms.decode.fields.null.include": "true"},
+			key: "o-1", value: `{"orderId":42,"amount":19.9,"note":null,"big":10000000000,"ok":true,"s":"é/x","e":1.0E21}`, headers: "id=9b6f3c1e"},
+		{name: "object payload without expansion is still JSON", content: `{"id":7,"aggregatetype":"orders","aggregateid":12,"payload":{"a":[1,null,{"b":null}]}}`,
+			overrides: map[string]string{"transforms.outbox.table.expand.json.payload": "false"},
+			key:       "12", value: `{"a":[1,null,{}]}`, headers: "id=7"},
+		{name: "string payload expanded", content: `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":"{\"a\": 1}"}`,
+			key: "k", value: `{"a":1}`, headers: "id=x"},
+		{name: "string payload not expanded", content: `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":"{\"a\": 1}"}`,
+			overrides: map[string]string{"transforms.outbox.table.expand.json.payload": "false"},
+			key:       "k", value: `"{\"a\": 1}"`, headers: "id=x"},
+		{name: "header placement of a boolean and a double", content: `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":{},"flag":false,"d":100}`,
+			overrides: map[string]string{"transforms.outbox.table.fields.additional.placement": "flag:header,d:envelope:d"},
+			key:       "k", value: `{"payload":{},"d":100}`, headers: "id=x flag=false"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(messageConfig(t, tc.overrides), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := r.Route(messageEvent("outbox", tc.content), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			rec := recs[0]
+			var hs []string
+			for _, h := range rec.Headers {
+				hs = append(hs, h.Key+"="+string(h.Value))
+			}
+			if rec.Topic != "orders" || string(rec.Key) != tc.key || string(rec.Value) != tc.value || strings.Join(hs, " ") != tc.headers {
+				t.Errorf("record = topic %q key %q value %s headers %q; want key %q value %s headers %q",
+					rec.Topic, rec.Key, rec.Value, hs, tc.key, tc.value, tc.headers)
+			}
+			if !rec.Timestamp.Equal(testCommitTime) {
+				t.Errorf("timestamp %v, want the commit time", rec.Timestamp)
+			}
+		})
+	}
+}
+
+func TestRouteMessageErrors(t *testing.T) {
+	r, err := New(messageConfig(t, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for content, want := range map[string]string{
+		"not json":    "not a JSON object",
+		` {"id":"x"}`: "not a JSON object", // Debezium: startsWith("{")
+		`[1,2]`:       "not a JSON object",
+		`{"id":"x",`:  "not valid JSON",
+		`{"id":"x","aggregatetype":"o","aggregateid":"k","payload":{"n":123456789012345678901}}`: "64-bit long",
+		`{"id":"x","aggregateid":"k","payload":{}}`:                                              "aggregatetype",
+		`{"id":"x","aggregatetype":null,"aggregateid":"k","payload":{}}`:                         "aggregatetype",
+	} {
+		_, err := r.Route(messageEvent("outbox", content), nil)
+		var re *RowError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want a RowError mentioning %q", content, err, want)
+		}
+	}
+}
+
+func TestAppendJavaDouble(t *testing.T) {
+	for f, want := range map[float64]string{0: "0.0", 100: "100.0", 19.9: "19.9", 1e7: "1.0E7", 1.5e-5: "1.5E-5",
+		-0.001: "-0.001", 1e21: "1.0E21", 123456.789: "123456.789", 0.5: "0.5"} {
+		if got := string(appendJavaDouble(nil, f)); got != want {
+			t.Errorf("%v: %s, want %s", f, got, want)
+		}
+	}
+}
