@@ -76,6 +76,17 @@ type Config struct {
 
 	SnapshotMode string // snapshot.mode, default initial
 
+	// Messages: logical decoding messages are routed (the router's chain
+	// has DecodeLogicalDecodingMessageContent; setup sets it). Only then
+	// does START_REPLICATION ask pgoutput for them (PostgreSQL 14+).
+	Messages bool
+	// MessageInclude and MessageExclude are message.prefix.include.list
+	// and message.prefix.exclude.list: regexes matched case-insensitively
+	// against the whole prefix, as Debezium's Predicates do. At most one
+	// is set.
+	MessageInclude, MessageExclude         []*regexp.Regexp
+	MessageIncludeText, MessageExcludeText string
+
 	HeartbeatInterval time.Duration // heartbeat.interval.ms, default 0 (off)
 	HeartbeatQuery    string        // heartbeat.action.query
 	// HeartbeatTopic is <topic.heartbeat.prefix>.<topic.prefix>, Debezium's
@@ -96,22 +107,24 @@ type Config struct {
 // reported by the caller, which sees the whole map.
 func ParseConfig(m map[string]string) (Config, error) {
 	c := Config{
-		Host:           m["database.hostname"],
-		User:           m["database.user"],
-		Password:       m["database.password"],
-		DBName:         m["database.dbname"],
-		SSLMode:        orDefault(m["database.sslmode"], "prefer"),
-		SSLRootCert:    m["database.sslrootcert"],
-		SSLCert:        m["database.sslcert"],
-		SSLKey:         m["database.sslkey"],
-		SSLPassword:    m["database.sslpassword"],
-		Slot:           orDefault(m["slot.name"], "debezium"),
-		Publication:    orDefault(m["publication.name"], "dbz_publication"),
-		AutoCreate:     strings.ToLower(orDefault(m["publication.autocreate.mode"], PublicationAllTables)),
-		TablesText:     m["table.include.list"],
-		SnapshotMode:   strings.ToLower(orDefault(m["snapshot.mode"], SnapshotInitial)),
-		HeartbeatQuery: m["heartbeat.action.query"],
-		TopicPrefix:    m["topic.prefix"],
+		Host:               m["database.hostname"],
+		User:               m["database.user"],
+		Password:           m["database.password"],
+		DBName:             m["database.dbname"],
+		SSLMode:            orDefault(m["database.sslmode"], "prefer"),
+		SSLRootCert:        m["database.sslrootcert"],
+		SSLCert:            m["database.sslcert"],
+		SSLKey:             m["database.sslkey"],
+		SSLPassword:        m["database.sslpassword"],
+		Slot:               orDefault(m["slot.name"], "debezium"),
+		Publication:        orDefault(m["publication.name"], "dbz_publication"),
+		AutoCreate:         strings.ToLower(orDefault(m["publication.autocreate.mode"], PublicationAllTables)),
+		TablesText:         m["table.include.list"],
+		MessageIncludeText: m["message.prefix.include.list"],
+		MessageExcludeText: m["message.prefix.exclude.list"],
+		SnapshotMode:       strings.ToLower(orDefault(m["snapshot.mode"], SnapshotInitial)),
+		HeartbeatQuery:     m["heartbeat.action.query"],
+		TopicPrefix:        m["topic.prefix"],
 	}
 	c.HeartbeatTopic = orDefault(m["topic.heartbeat.prefix"], "__debezium-heartbeat") + "." + c.TopicPrefix
 	var errs []error
@@ -159,10 +172,57 @@ func ParseConfig(m map[string]string) (Config, error) {
 		}
 		c.Tables = append(c.Tables, re)
 	}
+	errs = append(errs, c.parsePrefixLists()...)
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}
 	return c, c.Validate()
+}
+
+// parsePrefixLists compiles message.prefix.include.list and
+// message.prefix.exclude.list; Debezium refuses both at once.
+func (c *Config) parsePrefixLists() []error {
+	var errs []error
+	compile := func(key, text string) []*regexp.Regexp {
+		var out []*regexp.Regexp
+		for _, p := range textlist.Split(text) {
+			re, err := regexp.Compile(`(?i)^(?:` + p + `)$`)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a valid regular expression: %v; write message prefixes, e.g. outbox", key, p, err))
+				continue
+			}
+			out = append(out, re)
+		}
+		return out
+	}
+	c.MessageInclude = compile("message.prefix.include.list", c.MessageIncludeText)
+	c.MessageExclude = compile("message.prefix.exclude.list", c.MessageExcludeText)
+	if len(c.MessageInclude) > 0 && len(c.MessageExclude) > 0 {
+		errs = append(errs, errors.New("message.prefix.include.list and message.prefix.exclude.list are both set; Debezium refuses that too: keep one"))
+	}
+	return errs
+}
+
+// IncludesMessage reports whether a logical decoding message with this
+// prefix is routed: messages are on, and the prefix is in the include
+// list (when set) and not in the exclude list.
+func (c *Config) IncludesMessage(prefix string) bool {
+	if !c.Messages {
+		return false
+	}
+	if len(c.MessageInclude) > 0 {
+		return matchesAny(c.MessageInclude, prefix)
+	}
+	return !matchesAny(c.MessageExclude, prefix)
+}
+
+func matchesAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate checks required keys and cross-field rules, naming the key and

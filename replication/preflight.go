@@ -134,7 +134,21 @@ func (s Settings) Findings(cfg *Config) []Finding {
 	if cfg.SlotFailover {
 		out = append(out, s.failoverFinding())
 	}
+	if cfg.Messages {
+		out = append(out, s.messagesFinding())
+	}
 	return out
+}
+
+// messagesFinding: pgoutput sends logical decoding messages from
+// PostgreSQL 14 on (the messages option).
+func (s Settings) messagesFinding() Finding {
+	if s.VersionNum >= 140000 {
+		return Finding{Name: "logical decoding messages", OK: true, Detail: "PostgreSQL " + s.Version + " sends pg_logical_emit_message records through pgoutput (messages 'true')"}
+	}
+	return Finding{Name: "logical decoding messages", Detail: "PostgreSQL " + s.Version + " cannot send logical decoding messages through pgoutput",
+		Fix: "upgrade to PostgreSQL 14 or newer, or remove DecodeLogicalDecodingMessageContent from transforms",
+		Err: fmt.Errorf("preflight: %w: transforms has DecodeLogicalDecodingMessageContent, whose logical decoding messages pgoutput sends from PostgreSQL 14 on; the server is %s (server_version_num %d): upgrade, or route outbox rows from a table instead", ErrServerVersion, s.Version, s.VersionNum)}
 }
 
 // failoverFinding: slot.failover needs PostgreSQL 17 (CREATE_REPLICATION_SLOT

@@ -61,11 +61,12 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export, f
 }
 
 // startReplication sends START_REPLICATION with pgoutput protocol version 1.
-// Logical decoding messages are requested (PostgreSQL 14+) so that they are
-// seen, skipped and counted as progress instead of being invisible.
+// Logical decoding messages are requested only when they are routed
+// (cfg.Messages; PostgreSQL 14+, which preflight checks): otherwise the
+// walsender need not send them at all.
 func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, serverVersion int, from pglogrepl.LSN) error {
 	args := []string{"proto_version '1'", "publication_names '" + escapeLiteral(cfg.Publication) + "'"}
-	if serverVersion >= 140000 {
+	if cfg.Messages && serverVersion >= 140000 {
 		args = append(args, "messages 'true'")
 	}
 	err := pglogrepl.StartReplication(ctx, conn, cfg.Slot, from, pglogrepl.StartReplicationOptions{

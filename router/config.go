@@ -414,6 +414,11 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 	}
 	cfg.TopicPrefix = m["topic.prefix"]
 	cfg.DecimalHandlingMode = m["decimal.handling.mode"]
+	if mode := strings.ToLower(strings.TrimSpace(m["binary.handling.mode"])); cfg.Messages && mode != "" && mode != "bytes" {
+		// The connector would put the content in a string field, which
+		// Debezium's decoder refuses ("non-binary") for every message.
+		return cfg, nil, &ConfigError{Key: "binary.handling.mode", Reason: fmt.Sprintf("%q makes Debezium's %s fail on every message; remove it or set it to bytes", mode, DecodeMessageClass)}
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, err
 	}

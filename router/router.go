@@ -272,7 +272,11 @@ func (r *Router) appendHeaders(ev *Event, idValue []byte, eid string) (int, erro
 		}
 		r.headers = append(r.headers, Header{Key: "__debezium.oldkey", Value: old})
 	}
-	r.headers = append(r.headers, r.contextHeaders...)
+	if !ev.structured {
+		// Debezium's message records are made without the context
+		// headers (LogicalDecodingMessageMonitor).
+		r.headers = append(r.headers, r.contextHeaders...)
+	}
 	r.appendTraceHeaders(ev, eid)
 	r.headers = append(r.headers, Header{Key: "id", Value: idValue})
 	partition := -1

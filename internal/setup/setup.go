@@ -77,6 +77,7 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	}
 	pcfg, err := replication.ParseConfig(cfg.Postgres)
 	errs = append(errs, err)
+	pcfg.Messages = rcfg.Messages // the stream asks for messages only when they are routed
 	if err == nil {
 		_, err = pcfg.ConnConfig() // TLS files readable, values valid
 		errs = append(errs, err)
