@@ -44,6 +44,11 @@ type Options struct {
 	// Alias is the EventRouter's alias in transforms, for error messages;
 	// "outbox" when empty.
 	Alias string
+
+	// MessagePrefix is the prefix an Emitter writes its messages with
+	// (DefaultMessagePrefix when empty). From the connector JSON it is
+	// message.prefix.include.list's entry, when that is one literal prefix.
+	MessagePrefix string
 }
 
 // routerConfig is the part of the EventRouter configuration the Writer
@@ -126,8 +131,12 @@ func ParseOptions(data []byte, source string) (Options, error) {
 		return Options{}, fmt.Errorf("outbox: %s: %w", source, err)
 	}
 	table, err := tableFromIncludeList(cfg.Postgres["table.include.list"])
-	if err != nil {
+	if err != nil && !rc.Messages {
 		return Options{}, fmt.Errorf("outbox: %s: %w", source, err)
+	}
+	var prefix string
+	if list := strings.TrimSpace(cfg.Postgres["message.prefix.include.list"]); plainPrefix.MatchString(list) {
+		prefix = list
 	}
 	o := Options{
 		Table:            table,
@@ -138,12 +147,16 @@ func ParseOptions(data []byte, source string) (Options, error) {
 		TopicRegex:       rc.RouteTopicRegex,
 		TopicReplacement: rc.RouteTopicReplacement,
 		Alias:            rc.Alias,
+		MessagePrefix:    prefix,
 	}
 	if err := o.Validate(); err != nil {
 		return Options{}, err
 	}
 	return o, nil
 }
+
+// plainPrefix is a message prefix with no regex operator.
+var plainPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // plainTable is a schema.table pattern with no regex operator except
 // escaped dots.

@@ -279,6 +279,9 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 
 func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables []string, log *slog.Logger) error {
 	forTables := "FOR TABLE " + strings.Join(QuoteTables(tables), ", ")
+	if len(tables) == 0 {
+		forTables = "" // messages only: pgoutput needs a publication, not a table in it
+	}
 	// Via the root: a partitioned outbox's rows then come under its own
 	// name; for other tables the option changes nothing.
 	const with = " WITH (publish_via_partition_root = true)"
@@ -321,6 +324,9 @@ func IncludedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string,
 		}
 	}
 	sort.Strings(out)
+	if len(out) == 0 && cfg.Messages {
+		return nil, nil // an outbox without a table: the messages are the events
+	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table (outboxrelay sql) or fix the list (regexes on schema.table, e.g. public.outbox)",
 			ErrNoOutboxTables, cfg.DBName, cfg.TablesText)
