@@ -59,7 +59,10 @@ func (e *Emitter) Prefix() string { return e.prefix }
 
 // Emit writes events as transactional logical decoding messages, in one
 // statement, through tx, in their order. Every event is checked first; a
-// bad one is an error naming it and nothing is sent.
+// bad one is an error naming it and nothing is sent. An empty ID is set to
+// a new UUIDv7 in the events slice itself: pass a slice (evs...) to read
+// the ids back, e.g. to log what was emitted for outboxrelay verify
+// --emitted.
 func (e *Emitter) Emit(ctx context.Context, tx PgxExecer, events ...Event) error {
 	stmt, args, err := e.build(events)
 	if err != nil || stmt == "" {

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/outbox"
 )
 
 // TestCheckMessages: for an outbox without a table, check reports the
@@ -44,4 +51,62 @@ func TestCheckMessages(t *testing.T) {
 			t.Errorf("check output lacks %q", line)
 		}
 	}
+}
+
+// TestVerifyEmitted: events emitted with outbox.Emitter (no table) are
+// relayed, and verify --emitted checks them against a list of the emitted
+// ids: nothing missing, and an id that was never emitted is reported
+// missing.
+func TestVerifyEmitted(t *testing.T) {
+	admin := testbed.Admin(t)
+	prepareExample(t, admin)
+	stamp := time.Now().UnixNano() % 1e9
+	aggType, slot, prefix := fmt.Sprintf("emitted%d", stamp), fmt.Sprintf("emitted_%d", stamp), fmt.Sprintf("svc%d", stamp)
+	t.Cleanup(func() { testbed.DropSlot(t, admin, slot) })
+	config := exampleConfig(t, map[string]any{"slot.name": slot,
+		"transforms": "decode,outbox", "transforms.decode.type": "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent",
+		"message.prefix.include.list": prefix})
+	opts, err := outbox.LoadOptions(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := outbox.NewEmitter(opts)
+	if err != nil || e.Prefix() != prefix {
+		t.Fatalf("emitter prefix %q (err %v), want %q from message.prefix.include.list", e.Prefix(), err, prefix)
+	}
+	r := startRelay(t, config)
+	testbed.WaitSlotActive(t, admin, slot, 30*time.Second)
+	var list strings.Builder
+	ctx := context.Background()
+	for i := range 10 {
+		evs := []outbox.Event{{AggregateType: aggType, AggregateID: fmt.Sprintf("agg-%d", i%3), Payload: map[string]int{"n": i},
+			Columns: map[string]any{"event_type": "Emitted"}}}
+		if err := pgx.BeginFunc(ctx, admin, func(tx pgx.Tx) error { return e.Emit(ctx, tx, evs...) }); err != nil {
+			t.Fatal(err)
+		}
+		// Emit filled in the id: the application logs what it committed.
+		fmt.Fprintf(&list, "%s\t%s\t%s\n", evs[0].ID, evs[0].AggregateType, evs[0].AggregateID)
+	}
+	testbed.Consume(t, aggType, nil, 10, 30*time.Second, 500*time.Millisecond)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	verifyRun := func(list string) (string, error) {
+		file := filepath.Join(t.TempDir(), "emitted.tsv")
+		if err := os.WriteFile(file, []byte(list), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errs bytes.Buffer
+		err := run(ctx, []string{"verify", "--config", config, "--kafka-brokers", testbed.KafkaBrokers(t), "--emitted", file}, &out, &errs)
+		return out.String() + errs.String(), err
+	}
+	out, err := verifyRun(list.String())
+	if err != nil || !strings.Contains(out, "events 10, deliveries 10, missing 0, duplicated 0") {
+		t.Fatalf("verify --emitted: %v\n%s", err, out)
+	}
+	out, err = verifyRun(list.String() + "never-emitted\t" + aggType + "\tagg-0\n")
+	if err == nil || !strings.Contains(out, "missing 1") || !strings.Contains(out, "never-emitted") {
+		t.Fatalf("verify --emitted with an id never emitted: %v\n%s", err, out)
+	}
+	t.Logf("verify output:\n%s", out)
 }
