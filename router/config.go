@@ -404,12 +404,24 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 	if cfg.AdditionalMissing, err = resolveMissing(&cfg, newMissing, oldMissing, &warnings); err != nil {
 		return cfg, nil, err
 	}
-	if err := parseConverters(&cfg, m, &warnings); err != nil {
+	if err := parseConnectorKeys(&cfg, m, &warnings); err != nil {
 		return cfg, nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, warnings, nil
+}
+
+// parseConnectorKeys reads the converter and connector keys that shape
+// the records.
+func parseConnectorKeys(cfg *Config, m map[string]string, warnings *[]string) error {
+	if err := parseConverters(cfg, m, warnings); err != nil {
+		return err
 	}
 	if v, ok := m["extended.headers.enabled"]; ok {
 		if err := parseBool("extended.headers.enabled", v, &cfg.ExtendedHeaders); err != nil {
-			return cfg, nil, err
+			return err
 		}
 	}
 	cfg.TopicPrefix = m["topic.prefix"]
@@ -417,12 +429,9 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 	if mode := strings.ToLower(strings.TrimSpace(m["binary.handling.mode"])); cfg.Messages && mode != "" && mode != "bytes" {
 		// The connector would put the content in a string field, which
 		// Debezium's decoder refuses ("non-binary") for every message.
-		return cfg, nil, &ConfigError{Key: "binary.handling.mode", Reason: fmt.Sprintf("%q makes Debezium's %s fail on every message; remove it or set it to bytes", mode, DecodeMessageClass)}
+		return &ConfigError{Key: "binary.handling.mode", Reason: fmt.Sprintf("%q makes Debezium's %s fail on every message; remove it or set it to bytes", mode, DecodeMessageClass)}
 	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, nil, err
-	}
-	return cfg, warnings, nil
+	return nil
 }
 
 // stringOption returns the Config field that holds a string option, or nil.
