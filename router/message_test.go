@@ -47,6 +47,7 @@ func TestParseConfigMessageChain(t *testing.T) {
 		"bad boolean":             {map[string]string{"transforms.decode.fields.null.include": "yes"}, "transforms.decode.fields.null.include"},
 		"timestamp field":         {map[string]string{"transforms.outbox.table.field.event.timestamp": "ts"}, "transforms.outbox.table.field.event.timestamp"},
 		"value schemas":           {map[string]string{"value.converter": JSONConverterClass}, "value.converter.schemas.enable"},
+		"binary mode":             {map[string]string{"binary.handling.mode": "base64"}, "binary.handling.mode"},
 		"other transform":         {map[string]string{"transforms": "decode,x,outbox", "transforms.x.type": "org.apache.kafka.connect.transforms.InsertField$Value"}, "transforms.x.type"},
 	} {
 		m := withOverrides(map[string]string{

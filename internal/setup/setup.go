@@ -90,6 +90,10 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	errs = append(errs, err)
 	pollCfg, err := poll.ParseConfig(cfg.Relay, rcfg.EventIDField, rcfg.EventKeyField, jcfg.Column)
 	errs = append(errs, err)
+	if err == nil && pollCfg.Poll() && rcfg.Messages {
+		// Polling reads tables; logical decoding messages exist only in the WAL.
+		errs = append(errs, fmt.Errorf("%s=poll cannot read logical decoding messages (transforms has %s): use logical replication, or remove the decode transformation", poll.KeyMode, router.DecodeMessageClass))
+	}
 	tolerance := cfg.Relay["errors.tolerance"]
 	_, err = relay.ParseTolerance(tolerance)
 	errs = append(errs, err)

@@ -1,0 +1,35 @@
+package setup
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/outboxrelay/outboxrelay/internal/config"
+)
+
+// TestParseMessages: the decode transformation turns messages on for the
+// stream, and poll mode, which cannot read them, is refused.
+func TestParseMessages(t *testing.T) {
+	base := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092","connector.class":"io.debezium.connector.postgresql.PostgresConnector",
+		"table.include.list":"public.outbox","transforms":"decode,outbox",
+		"transforms.decode.type":"io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent",
+		"transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"`
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	parse := func(extra string) (*Setup, error) {
+		cfg, err := config.Parse([]byte(base+extra+"}"), "test.json", os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Parse(cfg, log)
+	}
+	set, err := parse("")
+	if err != nil || !set.Postgres.Messages {
+		t.Fatalf("Messages = %v, err %v; want on", set != nil && set.Postgres.Messages, err)
+	}
+	if _, err := parse(`,"outbox.capture.mode":"poll"`); err == nil || !strings.Contains(err.Error(), "cannot read logical decoding messages") {
+		t.Errorf("poll mode with messages: err = %v", err)
+	}
+}
