@@ -30,10 +30,8 @@ var rowChanges = regexp.MustCompile(`(?im)^\s*(update|delete|truncate)\b`)
 // route logical decoding messages are not: they exist only in the WAL,
 // which poll mode does not read (a start-up error there).
 func PollComparable(c *Case) bool {
-	for _, o := range c.Config {
-		if strings.HasSuffix(o.Value, "DecodeLogicalDecodingMessageContent") {
-			return false
-		}
+	if c.Messages() {
+		return false
 	}
 	for _, s := range c.Steps {
 		if rowChanges.MatchString(s.SQL) {
