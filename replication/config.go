@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/outboxrelay/outboxrelay/internal/msgprefix"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
@@ -80,11 +81,11 @@ type Config struct {
 	// has DecodeLogicalDecodingMessageContent; setup sets it). Only then
 	// does START_REPLICATION ask pgoutput for them (PostgreSQL 14+).
 	Messages bool
-	// MessageInclude and MessageExclude are message.prefix.include.list
-	// and message.prefix.exclude.list: regexes matched case-insensitively
-	// against the whole prefix, as Debezium's Predicates do. At most one
-	// is set.
-	MessageInclude, MessageExclude         []*regexp.Regexp
+	// MessagePrefixes are message.prefix.include.list and
+	// message.prefix.exclude.list, compiled from the two texts: regexes
+	// matched case-insensitively against the whole prefix, as Debezium's
+	// Predicates do. At most one is set.
+	MessagePrefixes                        msgprefix.Filter
 	MessageIncludeText, MessageExcludeText string
 
 	HeartbeatInterval time.Duration // heartbeat.interval.ms, default 0 (off)
@@ -164,7 +165,11 @@ func ParseConfig(m map[string]string) (Config, error) {
 		errs = append(errs, err)
 	}
 	c.RetryWait = time.Duration(ms) * time.Millisecond
-	for _, p := range textlist.Split(c.TablesText) {
+	tables, err := textlist.SplitRegex(c.TablesText)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("table.include.list: %v", err))
+	}
+	for _, p := range tables {
 		re, err := regexp.Compile(`^(?:` + p + `)$`)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("table.include.list: %q is not a valid regular expression: %v; write schema.table names, e.g. public.outbox", p, err))
@@ -172,7 +177,9 @@ func ParseConfig(m map[string]string) (Config, error) {
 		}
 		c.Tables = append(c.Tables, re)
 	}
-	errs = append(errs, c.parsePrefixLists()...)
+	if err := c.parsePrefixLists(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}
@@ -180,49 +187,18 @@ func ParseConfig(m map[string]string) (Config, error) {
 }
 
 // parsePrefixLists compiles message.prefix.include.list and
-// message.prefix.exclude.list; Debezium refuses both at once.
-func (c *Config) parsePrefixLists() []error {
-	var errs []error
-	compile := func(key, text string) []*regexp.Regexp {
-		var out []*regexp.Regexp
-		for _, p := range textlist.Split(text) {
-			re, err := regexp.Compile(`(?i)^(?:` + p + `)$`)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %q is not a valid regular expression: %v; write message prefixes, e.g. outbox", key, p, err))
-				continue
-			}
-			out = append(out, re)
-		}
-		return out
-	}
-	c.MessageInclude = compile("message.prefix.include.list", c.MessageIncludeText)
-	c.MessageExclude = compile("message.prefix.exclude.list", c.MessageExcludeText)
-	if len(c.MessageInclude) > 0 && len(c.MessageExclude) > 0 {
-		errs = append(errs, errors.New("message.prefix.include.list and message.prefix.exclude.list are both set; Debezium refuses that too: keep one"))
-	}
-	return errs
+// message.prefix.exclude.list (internal/msgprefix).
+func (c *Config) parsePrefixLists() error {
+	var err error
+	c.MessagePrefixes, err = msgprefix.Parse(c.MessageIncludeText, c.MessageExcludeText)
+	return err
 }
 
 // IncludesMessage reports whether a logical decoding message with this
 // prefix is routed: messages are on, and the prefix is in the include
 // list (when set) and not in the exclude list.
 func (c *Config) IncludesMessage(prefix string) bool {
-	if !c.Messages {
-		return false
-	}
-	if len(c.MessageInclude) > 0 {
-		return matchesAny(c.MessageInclude, prefix)
-	}
-	return !matchesAny(c.MessageExclude, prefix)
-}
-
-func matchesAny(res []*regexp.Regexp, s string) bool {
-	for _, re := range res {
-		if re.MatchString(s) {
-			return true
-		}
-	}
-	return false
+	return c.Messages && c.MessagePrefixes.Includes(prefix)
 }
 
 // Validate checks required keys and cross-field rules, naming the key and

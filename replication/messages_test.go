@@ -34,8 +34,8 @@ func TestMessagesNeedPostgreSQL14(t *testing.T) {
 
 func TestIncludesMessage(t *testing.T) {
 	c := Config{Messages: true, MessageIncludeText: `orders,pay.*`}
-	if errs := c.parsePrefixLists(); len(errs) != 0 {
-		t.Fatal(errs)
+	if err := c.parsePrefixLists(); err != nil {
+		t.Fatal(err)
 	}
 	for prefix, want := range map[string]bool{"orders": true, "ORDERS": true, "orders2": false, "payments": true, "xpay": false} {
 		if got := c.IncludesMessage(prefix); got != want {
@@ -43,7 +43,9 @@ func TestIncludesMessage(t *testing.T) {
 		}
 	}
 	c = Config{Messages: true, MessageExcludeText: `skip.*`}
-	c.parsePrefixLists()
+	if err := c.parsePrefixLists(); err != nil {
+		t.Fatal(err)
+	}
 	if c.IncludesMessage("skip-me") || !c.IncludesMessage("keep") {
 		t.Error("exclude list not applied")
 	}
@@ -52,11 +54,11 @@ func TestIncludesMessage(t *testing.T) {
 		t.Error("messages off: a prefix included")
 	}
 	both := Config{MessageIncludeText: "a", MessageExcludeText: "b"}
-	if errs := both.parsePrefixLists(); len(errs) != 1 {
-		t.Errorf("both lists: %v", errs)
+	if err := both.parsePrefixLists(); err == nil {
+		t.Error("both lists: no error")
 	}
 	bad := Config{MessageIncludeText: "(?=x)"}
-	if errs := bad.parsePrefixLists(); len(errs) != 1 {
-		t.Errorf("look-ahead: %v", errs)
+	if err := bad.parsePrefixLists(); err == nil {
+		t.Error("look-ahead: no error")
 	}
 }
