@@ -76,5 +76,7 @@
 // by the same Options; the relay routes it when its connector JSON chains
 // DecodeLogicalDecodingMessageContent before the EventRouter (see the
 // README, An outbox without a table). Options.MessagePrefix (from
-// message.prefix.include.list with LoadOptions) is the prefix.
+// message.prefix.include.list with LoadOptions, when that is one literal
+// prefix; otherwise LoadOptions asks for it) is the prefix. NewEmitter
+// refuses a prefix the relay's prefix lists would skip.
 package outbox

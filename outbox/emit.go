@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/outboxrelay/outboxrelay/internal/msgprefix"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
@@ -37,7 +38,10 @@ type Emitter struct {
 }
 
 // NewEmitter validates opts (Table is not used) and returns an Emitter
-// writing messages with opts.MessagePrefix, or DefaultMessagePrefix.
+// writing messages with opts.MessagePrefix, or DefaultMessagePrefix. A
+// prefix that opts.MessagePrefixIncludeList does not match, or
+// opts.MessagePrefixExcludeList matches, is an error: the relay would
+// skip every event.
 func NewEmitter(opts Options) (*Emitter, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -49,6 +53,14 @@ func NewEmitter(opts Options) (*Emitter, error) {
 	prefix := opts.MessagePrefix
 	if prefix == "" {
 		prefix = DefaultMessagePrefix
+	}
+	lists, err := msgprefix.Parse(opts.MessagePrefixIncludeList, opts.MessagePrefixExcludeList)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	if !lists.Includes(prefix) {
+		return nil, fmt.Errorf("outbox: message prefix %q is skipped by the relay (message.prefix.include.list %q, message.prefix.exclude.list %q): every event would be lost; set Options.MessagePrefix to a prefix message.prefix.include.list matches and message.prefix.exclude.list does not",
+			prefix, opts.MessagePrefixIncludeList, opts.MessagePrefixExcludeList)
 	}
 	return &Emitter{opts: opts, prefix: prefix, topics: topics}, nil
 }
