@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -64,6 +65,7 @@ func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool)
 	if _, err := d.dec.Token(); err != nil { // the '{'
 		return cols, arena, fmt.Errorf("the message content is not valid JSON: %v", err)
 	}
+	first := len(cols)
 	for d.dec.More() {
 		tok, err := d.dec.Token()
 		if err != nil {
@@ -74,14 +76,77 @@ func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool)
 		if err != nil {
 			return cols, arena, err
 		}
-		if keep {
-			cols = append(cols, col)
+		if !keep {
+			col.Value = Value{OID: oidLeftOut} // holds its place for a repeated name
 		}
+		cols = append(cols, col)
 	}
 	if _, err := d.dec.Token(); err != nil { // the '}'; like Jackson's readTree, trailing text is ignored
 		return cols, arena, fmt.Errorf("the message content is not valid JSON: %v", err)
 	}
-	return cols, arena, nil
+	members := cols[first:]
+	if order := lastValues(len(members), func(i int) string { return members[i].Name }); order != nil {
+		members = slices.Clone(members)
+		cols = cols[:first]
+		for _, i := range order {
+			cols = append(cols, members[i])
+		}
+	}
+	kept := cols[:first]
+	for _, c := range cols[first:] {
+		if c.Value.OID != oidLeftOut {
+			kept = append(kept, c)
+		}
+	}
+	return kept, arena, nil
+}
+
+// oidLeftOut marks, while a message's members are read, a member Debezium
+// leaves out (no real column has OID 0).
+const oidLeftOut = 0
+
+// lastValues is Jackson's answer to a repeated member name: its readTree
+// keeps one entry per name, the last value in the first one's place. It
+// returns, in the order of the names' first occurrences, the index of
+// each name's last one, or nil when no name of name(0..n-1) repeats.
+func lastValues(n int, name func(int) string) []int {
+	if !repeats(n, name) {
+		return nil
+	}
+	at := make(map[string]int, n)
+	var order []int
+	for i := range n {
+		if k, ok := at[name(i)]; ok {
+			order[k] = i
+			continue
+		}
+		at[name(i)] = len(order)
+		order = append(order, i)
+	}
+	return order
+}
+
+// repeats reports whether a name occurs twice among name(0..n-1): a scan
+// for small objects, a set for large ones (a message is untrusted input).
+func repeats(n int, name func(int) string) bool {
+	if n <= 16 {
+		for i := range n {
+			for j := range i {
+				if name(i) == name(j) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[string]struct{}, n)
+	for i := range n {
+		if _, ok := seen[name(i)]; ok {
+			return true
+		}
+		seen[name(i)] = struct{}{}
+	}
+	return false
 }
 
 func preview(b []byte) string {
@@ -95,6 +160,7 @@ func preview(b []byte) string {
 type msgDecoder struct {
 	dec         *json.Decoder
 	nullInclude bool
+	members     []member // the open nested objects' members, innermost last
 }
 
 // field decodes one top-level member into a column; keep is false for a
@@ -147,6 +213,8 @@ func (d *msgDecoder) field(name string, arena *[]byte) (Column, bool, error) {
 // Jackson escapes them, numbers as Java prints an int, long or double. It
 // returns the number of members or elements.
 func (d *msgDecoder) appendComposite(dst []byte, open json.Delim) ([]byte, int, error) {
+	start, base := len(dst), len(d.members)
+	defer func() { d.members = d.members[:base] }()
 	dst = append(dst, byte(open))
 	n := 0
 	for d.dec.More() {
@@ -154,18 +222,24 @@ func (d *msgDecoder) appendComposite(dst []byte, open json.Delim) ([]byte, int, 
 		if n > 0 {
 			dst = append(dst, ',')
 		}
+		var name string
 		if open == '{' {
 			tok, err := d.dec.Token()
 			if err != nil {
 				return dst, n, err
 			}
-			dst = AppendJSONString(dst, tok.(string))
+			name = tok.(string)
+			dst = AppendJSONString(dst, name)
 			dst = append(dst, ':')
 		}
+		valueAt := len(dst)
 		var keep bool
 		var err error
 		if dst, keep, err = d.appendValue(dst, open == '{'); err != nil {
 			return dst, n, err
+		}
+		if open == '{' {
+			d.members = append(d.members, member{name: name, from: valueAt - start, to: len(dst) - start, keep: keep})
 		}
 		if !keep {
 			dst = dst[:mark]
@@ -176,7 +250,45 @@ func (d *msgDecoder) appendComposite(dst []byte, open json.Delim) ([]byte, int, 
 	if _, err := d.dec.Token(); err != nil {
 		return dst, n, err
 	}
+	if open == '{' {
+		dst, n = d.lastMemberValues(dst, start, d.members[base:], n)
+	}
 	return append(dst, byte(open)+2), n, nil // '{'+2 is '}', '['+2 is ']'
+}
+
+// member is where a nested object's member's value was rendered, relative
+// to the object's '{'; keep is false for one Debezium leaves out.
+type member struct {
+	name     string
+	from, to int
+	keep     bool
+}
+
+// lastMemberValues rewrites the object rendered at dst[start:] (without
+// its '}') when a member name repeats, as Jackson reads it: one member per
+// name, the last value in the first one's place (lastValues). It returns
+// dst and the number of members.
+func (d *msgDecoder) lastMemberValues(dst []byte, start int, ms []member, n int) ([]byte, int) {
+	order := lastValues(len(ms), func(i int) string { return ms[i].name })
+	if order == nil {
+		return dst, n
+	}
+	old := slices.Clone(dst[start:])
+	dst = append(dst[:start], '{')
+	n = 0
+	for _, i := range order {
+		if !ms[i].keep {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendJSONString(dst, ms[i].name)
+		dst = append(dst, ':')
+		dst = append(dst, old[ms[i].from:ms[i].to]...)
+		n++
+	}
+	return dst, n
 }
 
 // appendValue renders one value; keep is false for an object member that

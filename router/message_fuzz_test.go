@@ -12,6 +12,7 @@ func FuzzDecodeMessageFields(f *testing.F) {
 	for _, s := range []string{
 		`{"id":"x","aggregatetype":"o","aggregateid":"k","payload":{"a":[1,null,{"b":null}],"c":[],"d":1.5e300}}`,
 		`{"n":123456789012345678901}`, `{"s":"\u00e9\ud83d\ude00"}`, `{}`, `{"a":`, `[1]`, `not json`, `{"a":1} trailing`,
+		`{"a":1,"b":{"c":1,"c":null},"a":null}`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -21,7 +22,12 @@ func FuzzDecodeMessageFields(f *testing.F) {
 		if err != nil {
 			return
 		}
+		seen := map[string]bool{}
 		for _, c := range cols {
+			if seen[c.Name] {
+				t.Fatalf("field %q twice from %q: Jackson keeps one per name", c.Name, content)
+			}
+			seen[c.Name] = true
 			if c.Value.OID == oidJSONB && !json.Valid(c.Value.Text) {
 				t.Fatalf("field %q rendered as invalid JSON %q from %q", c.Name, c.Value.Text, content)
 			}

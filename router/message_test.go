@@ -2,6 +2,7 @@ package router
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -148,5 +149,56 @@ func TestAppendJavaDouble(t *testing.T) {
 		if got := string(appendJavaDouble(nil, f)); got != want {
 			t.Errorf("%v: %s, want %s", f, got, want)
 		}
+	}
+}
+
+// Regression: review-16 finding 2. A repeated member name kept the first
+// value (Event.column returns the first match) and nested objects were
+// written with the duplicates; Debezium's Jackson readTree keeps one
+// member per name, the last value in the first one's place.
+func TestRouteMessageDuplicateMembers(t *testing.T) {
+	tests := []struct {
+		name, content, topic, value string
+	}{
+		{"top level: the last route value", `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":{},"aggregatetype":"payments"}`,
+			"payments", `{}`},
+		{"nested: the last value in the first place", `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":{"a":1,"b":2,"a":3}}`,
+			"orders", `{"a":3,"b":2}`},
+		{"nested: a later null leaves the member out", `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":{"a":1,"b":2,"a":null}}`,
+			"orders", `{"b":2}`},
+		{"nested: a later value fills an earlier null's place", `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":{"a":null,"b":2,"a":[]," c":{"d":1,"d":{"e":1,"e":2}},"a":"s"}}`,
+			"orders", `{"a":"s","b":2," c":{"d":{"e":2}}}`},
+		{"top level: a later object replaces a null payload", `{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":null,"payload":{"p":[{"q":1,"q":2}]}}`,
+			"orders", `{"p":[{"q":2}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(messageConfig(t, nil), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := r.Route(messageEvent("outbox", tc.content), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1 || recs[0].Topic != tc.topic || string(recs[0].Value) != tc.value {
+				t.Fatalf("records %+v; want topic %s value %s", recs, tc.topic, tc.value)
+			}
+		})
+	}
+	// Many members take the set, not the scan.
+	var b strings.Builder
+	b.WriteString(`{"id":"x","aggregatetype":"orders","aggregateid":"k","payload":{`)
+	for i := range 40 {
+		fmt.Fprintf(&b, `"m%d":%d,`, i%20, i)
+	}
+	b.WriteString(`"z":0}}`)
+	cols, _, err := decodeMessageFields(nil, nil, []byte(b.String()), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"m0":20,"m1":21,"m2":22,"m3":23,"m4":24,"m5":25,"m6":26,"m7":27,"m8":28,"m9":29,"m10":30,"m11":31,"m12":32,"m13":33,"m14":34,"m15":35,"m16":36,"m17":37,"m18":38,"m19":39,"z":0}`
+	if got := string(cols[3].Value.Text); got != want {
+		t.Errorf("40 members, 20 names:\n got %s\nwant %s", got, want)
 	}
 }
