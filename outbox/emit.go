@@ -1,8 +1,10 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -107,7 +109,11 @@ func (e *Emitter) build(events []Event) (string, []any, error) {
 	args := []any{e.prefix}
 	values := make([]string, len(events))
 	for i := range events {
-		content, err := e.Content(&events[i])
+		content, err := e.content(i, &events[i])
+		var ce *ColumnError
+		if errors.As(err, &ce) {
+			return "", nil, err
+		}
 		if err != nil {
 			return "", nil, fmt.Errorf("outbox: event %d: %w", i, err)
 		}
@@ -119,8 +125,14 @@ func (e *Emitter) build(events []Event) (string, []any, error) {
 }
 
 // Content is the JSON object Emit writes for ev; an empty ID becomes a new
-// UUIDv7 (NewID) in ev.
-func (e *Emitter) Content(ev *Event) ([]byte, error) {
+// UUIDv7 (NewID) in ev. As the table Writer, it refuses an Event.Columns
+// name that one of the Event's own fields fills (a *ColumnError); unlike
+// it, it cannot check the Columns' values against a column type, as there
+// is no table: they are marshalled to JSON as they are.
+func (e *Emitter) Content(ev *Event) ([]byte, error) { return e.content(0, ev) }
+
+// content is Content for the i-th event of a call.
+func (e *Emitter) content(i int, ev *Event) ([]byte, error) {
 	o := &e.opts
 	if ev.AggregateType == "" {
 		return nil, fmt.Errorf("AggregateType (%s) is empty: the event has no topic", o.RouteColumn)
@@ -142,6 +154,15 @@ func (e *Emitter) Content(ev *Event) ([]byte, error) {
 	payload, err := messagePayload(ev.Payload)
 	if err != nil {
 		return nil, err
+	}
+	if bytes.Equal(bytes.TrimSpace(payload), []byte("null")) {
+		return nil, fmt.Errorf("Payload (%s) is JSON null (a nil pointer, or the bytes null): Debezium's decoder leaves a null member out and the EventRouter then fails on the message; give the event a payload", o.PayloadColumn)
+	}
+	for _, own := range []string{o.IDColumn, o.RouteColumn, o.KeyColumn, o.PayloadColumn} {
+		if _, dup := ev.Columns[own]; dup {
+			return nil, &ColumnError{Table: router.MessageTable(e.prefix), Column: own, Event: i, EventID: ev.ID,
+				Reason: "the column is already filled from the Event's own fields; leave it out of Event.Columns"}
+		}
 	}
 	b := []byte{'{'}
 	member := func(name string, value []byte) {
