@@ -81,6 +81,12 @@ type Config struct {
 	// has DecodeLogicalDecodingMessageContent; setup sets it). Only then
 	// does START_REPLICATION ask pgoutput for them (PostgreSQL 14+).
 	Messages bool
+	// MessagesOnly is outbox.messages.only (outboxrelay's own, default
+	// false): the events are only logical decoding messages, so
+	// table.include.list must match no table. Without it a list that
+	// matches nothing stays a start-up error (a typo, or the table not
+	// created yet), messages or not.
+	MessagesOnly bool
 	// MessagePrefixes are message.prefix.include.list and
 	// message.prefix.exclude.list, compiled from the two texts: regexes
 	// matched case-insensitively against the whole prefix, as Debezium's
@@ -102,6 +108,9 @@ type Config struct {
 	RetryWait   time.Duration
 	TopicPrefix string // topic.prefix (required)
 }
+
+// KeyMessagesOnly is outbox.messages.only (Config.MessagesOnly).
+const KeyMessagesOnly = "outbox.messages.only"
 
 // ParseConfig reads the replication keys of a connector config map. Keys
 // that belong to other components are ignored here; unknown keys are
@@ -136,6 +145,9 @@ func ParseConfig(m map[string]string) (Config, error) {
 		c.Port = c.Ports[0]
 	}
 	if c.DropSlotOnStop, err = boolKey(m, "slot.drop.on.stop", false); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MessagesOnly, err = boolKey(m, KeyMessagesOnly, false); err != nil {
 		errs = append(errs, err)
 	}
 	if c.SlotFailover, err = boolKey(m, "slot.failover", false); err != nil {

@@ -62,3 +62,36 @@ func TestIncludesMessage(t *testing.T) {
 		t.Error("look-ahead: no error")
 	}
 }
+
+// Regression: review-16 finding 5. With messages on, a table.include.list
+// that matched no table was accepted, so a typo in a mixed connector (rows
+// and messages) started a relay that never routed a row; messages only is
+// now said with outbox.messages.only, and then no table may match.
+func TestCheckIncluded(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		cfg           Config
+		tables        []string
+		want, wantNot string
+	}{
+		{"tables", Config{}, []string{"public.outbox"}, "", ""},
+		{"mixed", Config{Messages: true}, []string{"public.outbox"}, "", ""},
+		{"no table", Config{TablesText: "public.outbx"}, nil, "no table", "outbox.messages.only"},
+		{"messages, no table", Config{Messages: true, TablesText: "public.outbx"}, nil, "set outbox.messages.only=true", ""},
+		{"messages only", Config{Messages: true, MessagesOnly: true}, nil, "", ""},
+		{"messages only, a table", Config{Messages: true, MessagesOnly: true, TablesText: "public.outbox"}, []string{"public.outbox"}, "matches public.outbox", ""},
+	} {
+		err := checkIncluded(&tc.cfg, tc.tables)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err %v, want one containing %q", tc.name, err, tc.want)
+		case tc.wantNot != "" && strings.Contains(err.Error(), tc.wantNot):
+			t.Errorf("%s: err %v mentions %q", tc.name, err, tc.wantNot)
+		}
+	}
+	if _, err := ParseConfig(map[string]string{"outbox.messages.only": "maybe"}); err == nil || !strings.Contains(err.Error(), "outbox.messages.only") {
+		t.Errorf("a bad boolean: %v", err)
+	}
+}

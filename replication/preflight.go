@@ -324,14 +324,26 @@ func IncludedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string,
 		}
 	}
 	sort.Strings(out)
-	if len(out) == 0 && cfg.Messages {
-		return nil, nil // an outbox without a table: the messages are the events
+	return out, checkIncluded(cfg, out)
+}
+
+// checkIncluded refuses a table.include.list that matches no table, unless
+// outbox.messages.only says the events are only messages, and then
+// refuses one that matches a table: what the relay routes is never a
+// guess.
+func checkIncluded(cfg *Config, tables []string) error {
+	switch {
+	case cfg.MessagesOnly && len(tables) > 0:
+		return fmt.Errorf("preflight: %s is true but table.include.list %q matches %s; set the list to match no table, or remove %s to route the rows too",
+			KeyMessagesOnly, cfg.TablesText, strings.Join(tables, ", "), KeyMessagesOnly)
+	case len(tables) > 0 || cfg.MessagesOnly:
+		return nil
+	case cfg.Messages:
+		return fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table or fix the list, or, if the events are only logical decoding messages, set %s=true",
+			ErrNoOutboxTables, cfg.DBName, cfg.TablesText, KeyMessagesOnly)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table (outboxrelay sql) or fix the list (regexes on schema.table, e.g. public.outbox)",
-			ErrNoOutboxTables, cfg.DBName, cfg.TablesText)
-	}
-	return out, nil
+	return fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table (outboxrelay sql) or fix the list (regexes on schema.table, e.g. public.outbox)",
+		ErrNoOutboxTables, cfg.DBName, cfg.TablesText)
 }
 
 func queryStrings(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]string, error) {

@@ -192,13 +192,20 @@ func (c *checker) capacity(ctx context.Context, maxSlots, maxSenders int, slot r
 func (c *checker) findTables(ctx context.Context) bool {
 	tables, err := replication.IncludedTables(ctx, c.conn, c.pg)
 	if err != nil {
-		c.fail("outbox tables", "none matches table.include.list "+strconv.Quote(c.pg.TablesText),
-			"create the outbox table (outboxrelay sql prints its DDL), or set table.include.list to its schema.table name, e.g. public.outbox")
+		detail := "none matches table.include.list " + strconv.Quote(c.pg.TablesText)
+		todo := "create the outbox table (outboxrelay sql prints its DDL), or set table.include.list to its schema.table name, e.g. public.outbox"
+		switch {
+		case c.pg.MessagesOnly:
+			detail, todo = err.Error(), "make table.include.list match no table, or remove "+replication.KeyMessagesOnly
+		case c.pg.Messages:
+			todo += "; if the events are only logical decoding messages, set " + replication.KeyMessagesOnly + "=true"
+		}
+		c.fail("outbox tables", detail, todo)
 		return false
 	}
 	c.tables = tables
-	if len(tables) == 0 { // IncludedTables allows it only with messages
-		c.pass("outbox tables", "none matches table.include.list "+strconv.Quote(c.pg.TablesText)+": an outbox without a table, the events are logical decoding messages")
+	if len(tables) == 0 { // IncludedTables allows it only with outbox.messages.only
+		c.pass("outbox tables", "none matches table.include.list "+strconv.Quote(c.pg.TablesText)+" and "+replication.KeyMessagesOnly+" is true: the events are logical decoding messages")
 		return true
 	}
 	c.pass("outbox tables", strings.Join(tables, ", "))

@@ -272,6 +272,8 @@ func keyTable() []KeyDoc {
 			Doc: "logical decoding messages routed (with DecodeLogicalDecodingMessageContent in transforms): regular expressions matched case-insensitively against the whole prefix; default all"},
 		{Key: "message.prefix.exclude.list", Sections: SectionPostgres, Origin: OriginDebezium,
 			Doc: "logical decoding messages skipped: regular expressions on the whole prefix; not with message.prefix.include.list"},
+		{Key: "outbox.messages.only", Sections: SectionPostgres, Origin: OriginOutboxrelay, Default: "false",
+			Doc: "true: the events are only logical decoding messages, and table.include.list must match no table; false: a list matching no table is a start-up error"},
 		{Key: "skip.messages.without.change", Origin: OriginDebezium, NoEffect: "the EventRouter publishes inserts only"},
 		{Key: "replica.identity.autoset.values", Origin: OriginDebezium, NoEffect: "the outbox table needs no particular replica identity: only inserts are published"},
 		{Key: "xmin.fetch.interval.ms", Origin: OriginDebezium, NoEffect: envelopeOnly},

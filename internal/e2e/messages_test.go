@@ -41,6 +41,7 @@ func TestMessagesCrashLoop(t *testing.T) {
 			return map[string]string{
 				// Messages only: no table of the database matches.
 				"table.include.list":          f.name + `\.no_such_table`,
+				"outbox.messages.only":        "true",
 				"transforms":                  "decode,outbox",
 				"transforms.decode.type":      router.DecodeMessageClass,
 				"message.prefix.include.list": f.name,

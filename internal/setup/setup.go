@@ -78,6 +78,10 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	pcfg, err := replication.ParseConfig(cfg.Postgres)
 	errs = append(errs, err)
 	pcfg.Messages = rcfg.Messages // the stream asks for messages only when they are routed
+	if pcfg.MessagesOnly && !rcfg.Messages {
+		errs = append(errs, fmt.Errorf("%s is true but transforms has no %s: without it no message is routed; chain it before the EventRouter, or remove %s",
+			replication.KeyMessagesOnly, router.DecodeMessageClass, replication.KeyMessagesOnly))
+	}
 	if err == nil {
 		_, err = pcfg.ConnConfig() // TLS files readable, values valid
 		errs = append(errs, err)

@@ -33,3 +33,17 @@ func TestParseMessages(t *testing.T) {
 		t.Errorf("poll mode with messages: err = %v", err)
 	}
 }
+
+// outbox.messages.only without the decode transformation would route
+// nothing at all: a start-up error.
+func TestParseMessagesOnlyNeedsTheDecoder(t *testing.T) {
+	doc := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092","connector.class":"io.debezium.connector.postgresql.PostgresConnector",
+		"table.include.list":"public\\.none","outbox.messages.only":"true","transforms":"outbox","transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"}`
+	cfg, err := config.Parse([]byte(doc), "test.json", os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "outbox.messages.only is true but transforms has no") {
+		t.Errorf("err = %v, want the missing decoder named", err)
+	}
+}
