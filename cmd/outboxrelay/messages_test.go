@@ -108,14 +108,26 @@ func TestVerifyEmitted(t *testing.T) {
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	verifyRun := func(list string) (string, error) {
-		file := filepath.Join(t.TempDir(), "emitted.tsv")
-		if err := os.WriteFile(file, []byte(list), 0o644); err != nil {
-			t.Fatal(err)
+	verifyRun := func(list string, flags ...string) (string, error) {
+		args := []string{"verify", "--config", config, "--kafka-brokers", testbed.KafkaBrokers(t)}
+		if list != "" {
+			file := filepath.Join(t.TempDir(), "emitted.tsv")
+			if err := os.WriteFile(file, []byte(list), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "--emitted", file)
 		}
 		var out, errs bytes.Buffer
-		err := run(ctx, []string{"verify", "--config", config, "--kafka-brokers", testbed.KafkaBrokers(t), "--emitted", file}, &out, &errs)
+		err := run(ctx, append(args, flags...), &out, &errs)
 		return out.String() + errs.String(), err
+	}
+	// Regression: review-16 finding 4. Without --emitted, a messages-only
+	// config passed verify with nothing checked; --where was ignored.
+	if out, err := verifyRun(""); err == nil || !strings.Contains(err.Error()+out, "pass --emitted") {
+		t.Errorf("verify of a messages-only config without --emitted: %v\n%s", err, out)
+	}
+	if out, err := verifyRun(list.String(), "--where", "true"); err == nil || !strings.Contains(err.Error()+out, "with --emitted") {
+		t.Errorf("verify --emitted --where: %v\n%s", err, out)
 	}
 	out, err := verifyRun(list.String())
 	if err != nil || !strings.Contains(out, "events 10, deliveries 10, missing 0, duplicated 0") {

@@ -32,6 +32,9 @@ type Options struct {
 // and returns an error when anything is missing or out of order
 // (duplicates alone are at-least-once delivery).
 func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error {
+	if err := opt.check(); err != nil {
+		return err
+	}
 	dialer, err := set.Kafka.Dialer()
 	if err != nil {
 		return errors.New(set.File.Scrub(err.Error()))
@@ -69,6 +72,16 @@ func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error 
 	return nil
 }
 
+// check refuses options that would be silently ignored: --where and
+// --order-by select and order table rows, and an emitted-events list has
+// none.
+func (o Options) check() error {
+	if o.Emitted != nil && (o.Where != "" || o.OrderBy != "") {
+		return errors.New("verify: --where and --order-by select and order outbox table rows; with --emitted the list's lines are the events, in their order: leave them out")
+	}
+	return nil
+}
+
 // emittedEvents reads an emitted-events list and adds the topics of its
 // route values.
 func emittedEvents(r io.Reader, rt *router.Router, topics map[string]bool) ([]Event, error) {
@@ -95,6 +108,10 @@ func tableEvents(ctx context.Context, conn *pgx.Conn, set *setup.Setup, opt Opti
 	tables, err := replication.IncludedTables(ctx, conn, &set.Postgres)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(tables) == 0 { // outbox.messages.only
+		return nil, nil, fmt.Errorf("verify: no outbox table matches table.include.list %q and %s is true: the events are logical decoding messages, which leave no table to read; pass --emitted FILE, the list of the events the application emitted",
+			set.Postgres.TablesText, replication.KeyMessagesOnly)
 	}
 	var events []Event
 	for _, table := range tables {

@@ -70,3 +70,19 @@ func TestReadEmitted(t *testing.T) {
 		}
 	}
 }
+
+// Regression: review-16 finding 4. --where and --order-by were silently
+// ignored with --emitted.
+func TestOptionsCheck(t *testing.T) {
+	if err := (Options{Emitted: strings.NewReader("")}).check(); err != nil {
+		t.Errorf("--emitted alone: %v", err)
+	}
+	if err := (Options{Where: "true", OrderBy: "id"}).check(); err != nil {
+		t.Errorf("--where and --order-by on tables: %v", err)
+	}
+	for _, o := range []Options{{Emitted: strings.NewReader(""), Where: "true"}, {Emitted: strings.NewReader(""), OrderBy: "id"}} {
+		if err := o.check(); err == nil || !strings.Contains(err.Error(), "--emitted") {
+			t.Errorf("%+v: err %v, want a refusal naming --emitted", o, err)
+		}
+	}
+}
