@@ -177,10 +177,24 @@ func ParseConfig(m map[string]string) (Config, error) {
 		errs = append(errs, err)
 	}
 	c.RetryWait = time.Duration(ms) * time.Millisecond
+	errs = append(errs, c.parseTables()...)
+	if err := c.parsePrefixLists(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, c.Validate()
+}
+
+// parseTables compiles table.include.list (split as Debezium's
+// RegExSplitter): regexes matched against the whole schema.table.
+func (c *Config) parseTables() []error {
 	tables, err := textlist.SplitRegex(c.TablesText)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("table.include.list: %v", err))
+		return []error{fmt.Errorf("table.include.list: %v", err)}
 	}
+	var errs []error
 	for _, p := range tables {
 		re, err := regexp.Compile(`^(?:` + p + `)$`)
 		if err != nil {
@@ -189,13 +203,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 		}
 		c.Tables = append(c.Tables, re)
 	}
-	if err := c.parsePrefixLists(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return c, errors.Join(errs...)
-	}
-	return c, c.Validate()
+	return errs
 }
 
 // parsePrefixLists compiles message.prefix.include.list and
