@@ -25,7 +25,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, as for run")
 	orderBy := fl.String("order-by", "", "SQL expression increasing with commit order, cast to bigint (default: the rows' commit timestamps; needs track_commit_timestamp=on)")
 	where := fl.String("where", "", "SQL condition selecting the rows to check, e.g. \"created_at > now() - interval '1 hour'\"")
-	emitted := fl.String("emitted", "", "check the events listed in this file (one per line in commit order: event id, route value, key, tab-separated) instead of the outbox tables: the events of an outbox without a table (logical decoding messages)")
+	emitted := fl.String("emitted", "", "check the events listed in this file (one per line: event id, route value, key, tab-separated; the lines of one key in its commit order) instead of the outbox tables: the events of an outbox without a table (logical decoding messages)")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}

@@ -15,12 +15,16 @@ type Emitted struct {
 	Route string // the route value (route.by.field): picks the topic
 }
 
-// ReadEmitted parses an emitted-events list: one event per line, in commit
-// order, as the application logs them after each commit (or as it can
-// query them from its own business tables), with three tab-separated
-// fields: event id, route value, key. Blank lines and lines starting with
-// # are skipped. The line number is the event's commit order: events of
-// one line order are one transaction.
+// ReadEmitted parses an emitted-events list: one event per line, as the
+// application logs them after each commit (or as it can query them from
+// its own business tables), with three tab-separated fields: event id,
+// route value, key. Blank lines and lines starting with # are skipped.
+// The line number is the event's order, and only the order of lines of
+// one key is checked: those must be in that key's commit order (a
+// multi-event Emit logs its events in slice order, which is theirs).
+// Lines of different keys may interleave freely, so an application
+// logging from several goroutines after commit is fine unless two of them
+// write one key concurrently.
 func ReadEmitted(r io.Reader) ([]Emitted, error) {
 	var out []Emitted
 	sc := bufio.NewScanner(r)
