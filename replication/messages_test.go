@@ -95,3 +95,21 @@ func TestCheckIncluded(t *testing.T) {
 		t.Errorf("a bad boolean: %v", err)
 	}
 }
+
+// Regression: review-16 finding 12. startReplication dropped messages
+// 'true' below PostgreSQL 14 without a word; and the argument list is
+// pinned: messages are asked for only when they are routed.
+func TestPluginArgs(t *testing.T) {
+	cfg := &Config{Publication: "pub'1", Slot: "s"}
+	args, err := pluginArgs(cfg, 130018)
+	if err != nil || strings.Join(args, ", ") != `proto_version '1', publication_names 'pub''1'` {
+		t.Errorf("no messages: %q, %v", args, err)
+	}
+	cfg.Messages = true
+	if args, err = pluginArgs(cfg, 140000); err != nil || args[len(args)-1] != "messages 'true'" || len(args) != 3 {
+		t.Errorf("messages on 14: %q, %v", args, err)
+	}
+	if _, err = pluginArgs(cfg, 130018); !errors.Is(err, ErrServerVersion) || !strings.Contains(err.Error(), "130018") {
+		t.Errorf("messages on 13: err %v, want ErrServerVersion naming the version", err)
+	}
+}
