@@ -78,6 +78,9 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	pcfg, err := replication.ParseConfig(cfg.Postgres)
 	errs = append(errs, err)
 	pcfg.Messages = rcfg.Messages // the stream asks for messages only when they are routed
+	if !rcfg.Messages && (pcfg.MessageIncludeText != "" || pcfg.MessageExcludeText != "") {
+		log.Warn("config: message.prefix.include.list / message.prefix.exclude.list have no effect: transforms has no " + router.DecodeMessageClass + ", so no logical decoding message is read")
+	}
 	if pcfg.MessagesOnly && !rcfg.Messages {
 		errs = append(errs, fmt.Errorf("%s is true but transforms has no %s: without it no message is routed; chain it before the EventRouter, or remove %s",
 			replication.KeyMessagesOnly, router.DecodeMessageClass, replication.KeyMessagesOnly))

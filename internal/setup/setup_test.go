@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"os"
@@ -45,5 +46,24 @@ func TestParseMessagesOnlyNeedsTheDecoder(t *testing.T) {
 	}
 	if _, err := Parse(cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "outbox.messages.only is true but transforms has no") {
 		t.Errorf("err = %v, want the missing decoder named", err)
+	}
+}
+
+// Regression: review-16 finding 11. The prefix lists lost their "no
+// effect" note: without the decode transformation they change nothing,
+// and nobody was told.
+func TestParsePrefixListsWithoutTheDecoder(t *testing.T) {
+	doc := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092","connector.class":"io.debezium.connector.postgresql.PostgresConnector",
+		"table.include.list":"public.outbox","message.prefix.include.list":"orders","transforms":"outbox","transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"}`
+	cfg, err := config.Parse([]byte(doc), "test.json", os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	if _, err := Parse(cfg, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "message.prefix.include.list / message.prefix.exclude.list have no effect") {
+		t.Errorf("no warning; log:\n%s", logged.String())
 	}
 }
