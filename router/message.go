@@ -42,7 +42,11 @@ func (r *Router) routeMessage(ev *Event) (Record, error) {
 	m.Columns, r.msgArena, err = decodeMessageFields(m.Columns, r.msgArena, content.Value.Text, r.cfg.FieldsNullInclude)
 	r.msgCols = m.Columns
 	if err != nil {
-		e := r.rowError(ev, "", MessageContentColumn, "", err.Error()+"; Debezium's "+DecodeMessageClass+" fails on it too: emit a JSON object")
+		hint := "; Debezium's " + DecodeMessageClass + " fails on it too: emit a JSON object"
+		if errors.Is(err, errNumber) {
+			hint = "; emit the number as a JSON string, or one that fits"
+		}
+		e := r.rowError(ev, "", MessageContentColumn, "", err.Error()+hint)
 		e.ConfigKey = "transforms." + r.cfg.MessagesAlias + ".type"
 		return Record{}, e
 	}
@@ -100,6 +104,11 @@ func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool)
 	}
 	return kept, arena, nil
 }
+
+// errNumber marks a message number outboxrelay cannot put in a record (an
+// integer beyond a long, a number beyond a double), so that the error's
+// hint is about the number, not the content's shape.
+var errNumber = errors.New("not representable")
 
 // oidLeftOut marks, while a message's members are read, a member Debezium
 // leaves out (no real column has OID 0).
@@ -180,7 +189,7 @@ func (d *msgDecoder) field(name string, arena *[]byte) (Column, bool, error) {
 	case json.Number:
 		var oid uint32
 		if *arena, oid, err = appendJavaNumber(*arena, string(t)); err != nil {
-			return col, false, fmt.Errorf("field %q: %v", name, err)
+			return col, false, fmt.Errorf("field %q: %w", name, err)
 		}
 		col.Value.OID = oid
 	case bool:
@@ -195,7 +204,7 @@ func (d *msgDecoder) field(name string, arena *[]byte) (Column, bool, error) {
 	case json.Delim:
 		n := 0
 		if *arena, n, err = d.appendComposite(*arena, t); err != nil {
-			return col, false, fmt.Errorf("field %q: %v", name, err)
+			return col, false, fmt.Errorf("field %q: %w", name, err)
 		}
 		if t == '[' && n == 0 {
 			return col, false, nil // an empty array has no schema: left out
@@ -323,7 +332,7 @@ func appendJavaNumber(dst []byte, text string) ([]byte, uint32, error) {
 	if !strings.ContainsAny(text, ".eE") {
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			return dst, 0, fmt.Errorf("integer %s does not fit a 64-bit long, which Debezium cannot put in its record", text)
+			return dst, 0, fmt.Errorf("integer %s does not fit a 64-bit long, which Debezium cannot put in its record: %w", text, errNumber)
 		}
 		oid := uint32(oidInt8)
 		if n >= math.MinInt32 && n <= math.MaxInt32 {
@@ -333,7 +342,7 @@ func appendJavaNumber(dst []byte, text string) ([]byte, uint32, error) {
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsInf(f, 0) {
-		return dst, 0, fmt.Errorf("number %s is out of a double's range", text)
+		return dst, 0, fmt.Errorf("number %s is out of a double's range: %w", text, errNumber)
 	}
 	return appendJavaDouble(dst, f), oidFloat8, nil
 }

@@ -202,3 +202,22 @@ func TestRouteMessageDuplicateMembers(t *testing.T) {
 		t.Errorf("40 members, 20 names:\n got %s\nwant %s", got, want)
 	}
 }
+
+// Regression: review-16 finding 7. Every decode error ended "emit a JSON
+// object", also for a number the relay cannot represent inside a valid
+// JSON object.
+func TestRouteMessageNumberHint(t *testing.T) {
+	r, err := New(messageConfig(t, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"123456789012345678901", "1e400"} {
+		_, err := r.Route(messageEvent("outbox", `{"id":"x","aggregatetype":"o","aggregateid":"k","payload":{"n":`+n+`}}`), nil)
+		if err == nil || strings.Contains(err.Error(), "emit a JSON object") || !strings.Contains(err.Error(), "emit the number as a JSON string") {
+			t.Errorf("%s: err %v, want the number hint", n, err)
+		}
+	}
+	if _, err := r.Route(messageEvent("outbox", `[1]`), nil); err == nil || !strings.Contains(err.Error(), "emit a JSON object") {
+		t.Errorf("an array: err %v, want the object hint", err)
+	}
+}
