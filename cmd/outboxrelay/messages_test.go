@@ -55,10 +55,17 @@ func TestCheckMessages(t *testing.T) {
 	}
 	// Messages are database-wide: other tests running at the same time add
 	// to the ones skipped by prefix (this test's own "other" is one).
-	pending := regexp.MustCompile(`✗ pending messages: 1 routable and [1-9][0-9]* skipped by prefix among the first 10000 changes waiting in slot ` + name + `; 1 the relay would stop at`)
+	pending := regexp.MustCompile(`✗ pending messages: 1 routable and [1-9][0-9]* skipped by prefix among the first [1-9][0-9]* changes waiting in slot ` + name + `; 1 the relay would stop at`)
 	if !pending.MatchString(out) {
 		t.Errorf("check output lacks %s", pending)
 	}
+	// Regression: review-16 finding 8. With errors.tolerance=all the relay
+	// skips or dead-letters the message, yet check failed on it.
+	overrides["errors.tolerance"] = "all"
+	if out, err = runCheckCmd(t, exampleConfig(t, overrides)); err != nil || !strings.Contains(out, "1 the relay will skip or dead-letter (errors.tolerance=all)") {
+		t.Errorf("check with errors.tolerance=all: err %v, want the pending message named and the check passed", err)
+	}
+	delete(overrides, "errors.tolerance")
 	// Regression: review-16 finding 5. With messages on, a
 	// table.include.list matching nothing passed check (and started the
 	// relay), so a typo in a mixed connector routed no row: messages only

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -66,6 +67,9 @@ type checker struct {
 	rt      *router.Router
 	prod    *sink.Producer
 	log     *slog.Logger
+	// tolerateAll is errors.tolerance=all: a poison message is skipped or
+	// dead-lettered, not a stop.
+	tolerateAll bool
 
 	conn   *pgx.Conn
 	tables []string // outbox tables found
@@ -94,6 +98,7 @@ func (c *checker) fail(name, detail, fix string) {
 func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer, log *slog.Logger) error {
 	c := &checker{pg: &set.Postgres, router: set.Router.Config(), kafka: set.Kafka, jan: set.Janitor,
 		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
+	c.tolerateAll, _ = relay.ParseTolerance(set.Tolerance) // setup checked it
 	if set.Poll.Poll() {
 		c.pollPostgres(ctx, set.Poll)
 	} else {

@@ -53,8 +53,8 @@ func (c *checker) peekMessages(ctx context.Context) {
 	}
 	defer rows.Close()
 	var msg replication.Message
-	var routed, skipped int
-	var refused []string
+	var read, routed, skipped int
+	var refused, undecodable []string
 	var records []router.Record
 	ev := &router.Event{Op: router.OpMessage, ProcessedAt: time.Now(), Columns: make([]router.Column, 2)}
 	for rows.Next() {
@@ -64,7 +64,12 @@ func (c *checker) peekMessages(ctx context.Context) {
 			c.fail("pending messages", err.Error(), "")
 			return
 		}
-		if replication.Decode(data, &msg) != nil || msg.Type != replication.MessageLogical {
+		read++
+		if err := replication.Decode(data, &msg); err != nil {
+			undecodable = append(undecodable, "at "+lsn+": "+err.Error())
+			continue
+		}
+		if msg.Type != replication.MessageLogical {
 			continue
 		}
 		l := &msg.Logical
@@ -89,15 +94,30 @@ func (c *checker) peekMessages(ctx context.Context) {
 		c.fail("pending messages", "peeking slot "+c.pg.Slot+": "+err.Error(), "")
 		return
 	}
-	detail := fmt.Sprintf("%d routable and %d skipped by prefix among the first %d changes waiting in slot %s", routed, skipped, maxPeekedChanges, c.pg.Slot)
-	if len(refused) > 0 {
-		c.fail("pending messages", fmt.Sprintf("%s; %d the relay would stop at (errors.tolerance=none), the first: %s", detail, len(refused), refused[0]),
-			"emit JSON objects with the EventRouter's fields; to get past the ones waiting, set errors.tolerance=all (skipped, or dead-lettered with errors.deadletterqueue.topic.name)")
-		return
-	}
-	c.pass("pending messages", detail)
+	c.reportPending(fmt.Sprintf("%d routable and %d skipped by prefix among the first %d changes waiting in slot %s", routed, skipped, read, c.pg.Slot), refused, undecodable)
 }
 
+// reportPending reports what peekMessages found: a message the relay
+// would stop at fails the check, under errors.tolerance=all it is only
+// named (skipped or dead-lettered); a change that does not decode fails.
+func (c *checker) reportPending(detail string, refused, undecodable []string) {
+	if len(undecodable) > 0 {
+		c.fail("pending messages", fmt.Sprintf("%s; %d changes do not decode, the first %s", detail, len(undecodable), undecodable[0]),
+			"this is a bug in outboxrelay's pgoutput decoder or a server it does not know: report it with the server version")
+		return
+	}
+	switch {
+	case len(refused) > 0 && c.tolerateAll:
+		c.pass("pending messages", fmt.Sprintf("%s; %d the relay will skip or dead-letter (errors.tolerance=all), the first: %s", detail, len(refused), refused[0]))
+	case len(refused) > 0:
+		c.fail("pending messages", fmt.Sprintf("%s; %d the relay would stop at (errors.tolerance=none), the first: %s", detail, len(refused), refused[0]),
+			"emit JSON objects with the EventRouter's fields; to get past the ones waiting, set errors.tolerance=all (skipped, or dead-lettered with errors.deadletterqueue.topic.name)")
+	default:
+		c.pass("pending messages", detail)
+	}
+}
+
+// recordSize is a record's key, value and header bytes.
 func recordSize(r *router.Record) int {
 	size := len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
