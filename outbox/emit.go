@@ -78,23 +78,27 @@ func (e *Emitter) Prefix() string { return e.prefix }
 // the ids back, e.g. to log what was emitted for outboxrelay verify
 // --emitted.
 func (e *Emitter) Emit(ctx context.Context, tx PgxExecer, events ...Event) error {
-	stmt, args, err := e.build(events)
-	if err != nil || stmt == "" {
+	return e.emit(events, func(stmt string, args []any) error {
+		_, err := tx.Exec(ctx, stmt, args...)
 		return err
-	}
-	if _, err := tx.Exec(ctx, stmt, args...); err != nil {
-		return fmt.Errorf("outbox: emitting %d event(s) as messages with prefix %q: %w", len(events), e.prefix, err)
-	}
-	return nil
+	})
 }
 
 // EmitSQL is Emit for database/sql.
 func (e *Emitter) EmitSQL(ctx context.Context, tx SQLExecer, events ...Event) error {
+	return e.emit(events, func(stmt string, args []any) error {
+		_, err := tx.ExecContext(ctx, stmt, args...)
+		return err
+	})
+}
+
+// emit builds the statement and runs it with exec.
+func (e *Emitter) emit(events []Event, exec func(stmt string, args []any) error) error {
 	stmt, args, err := e.build(events)
 	if err != nil || stmt == "" {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
+	if err := exec(stmt, args); err != nil {
 		return fmt.Errorf("outbox: emitting %d event(s) as messages with prefix %q: %w", len(events), e.prefix, err)
 	}
 	return nil
@@ -208,6 +212,7 @@ func messagePayload(p any) ([]byte, error) {
 	return data, nil
 }
 
+// checkTopic refuses a route value that gives no legal topic.
 func (e *Emitter) checkTopic(route string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -217,4 +222,5 @@ func (e *Emitter) checkTopic(route string) error {
 	return nil
 }
 
+// sortedKeys are m's keys in order, so the content is the same every time.
 func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
