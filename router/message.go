@@ -158,6 +158,7 @@ func repeats(n int, name func(int) string) bool {
 	return false
 }
 
+// preview is the start of b, for an error message.
 func preview(b []byte) string {
 	if len(b) > 20 {
 		return string(b[:20]) + "…"
