@@ -43,8 +43,11 @@ func (r *Router) routeMessage(ev *Event) (Record, error) {
 	r.msgCols = m.Columns
 	if err != nil {
 		hint := "; Debezium's " + DecodeMessageClass + " fails on it too: emit a JSON object"
-		if errors.Is(err, errNumber) {
+		switch {
+		case errors.Is(err, errNumber):
 			hint = "; emit the number as a JSON string, or one that fits"
+		case errors.Is(err, errEmptyElement):
+			hint = "; Debezium's " + DecodeMessageClass + " fails on it too: leave the empty array out"
 		}
 		e := r.rowError(ev, "", MessageContentColumn, "", err.Error()+hint)
 		e.ConfigKey = "transforms." + r.cfg.MessagesAlias + ".type"
@@ -109,6 +112,10 @@ func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool)
 // integer beyond a long, a number beyond a double), so that the error's
 // hint is about the number, not the content's shape.
 var errNumber = errors.New("not representable")
+
+// errEmptyElement is an empty array as an array's element: it has no
+// schema, and Debezium's JsonSchemaData fails on it (case 56).
+var errEmptyElement = errors.New("an empty array inside an array, which Debezium cannot give a schema")
 
 // oidLeftOut marks, while a message's members are read, a member Debezium
 // leaves out (no real column has OID 0).
@@ -312,6 +319,11 @@ func (d *msgDecoder) appendValue(dst []byte, member bool) ([]byte, bool, error) 
 	case string:
 		return AppendJSONString(dst, t), true, nil
 	case json.Number:
+		if inf, ok := javaInfinity(string(t)); ok {
+			// Jackson reads it as a double, Infinity, and JsonConverter
+			// writes that as a string (QUOTE_NON_NUMERIC_NUMBERS).
+			return AppendJSONString(dst, inf), true, nil
+		}
 		dst, _, err = appendJavaNumber(dst, string(t))
 		return dst, true, err
 	case bool:
@@ -320,6 +332,11 @@ func (d *msgDecoder) appendValue(dst []byte, member bool) ([]byte, bool, error) 
 		return append(dst, "null"...), !member || d.nullInclude, nil
 	case json.Delim:
 		dst, n, err := d.appendComposite(dst, t)
+		if err == nil && !member && t == '[' && n == 0 {
+			// An empty array has no schema; as an array's element
+			// Debezium's JsonSchemaData fails on it (case 56).
+			return dst, false, errEmptyElement
+		}
 		return dst, !(member && t == '[' && n == 0), err
 	}
 	return dst, false, errors.New("unexpected JSON token")
@@ -346,6 +363,22 @@ func appendJavaNumber(dst []byte, text string) ([]byte, uint32, error) {
 		return dst, 0, fmt.Errorf("number %s is out of a double's range: %w", text, errNumber)
 	}
 	return appendJavaDouble(dst, f), oidFloat8, nil
+}
+
+// javaInfinity is Java's text for a non-integer JSON number beyond a
+// double's range: Double.parseDouble gives ±Infinity.
+func javaInfinity(text string) (string, bool) {
+	if !strings.ContainsAny(text, ".eE") {
+		return "", false
+	}
+	f, _ := strconv.ParseFloat(text, 64)
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity", true
+	case math.IsInf(f, -1):
+		return "-Infinity", true
+	}
+	return "", false
 }
 
 // appendJavaDouble appends f as Java's Double.toString writes it: plain
