@@ -2,7 +2,7 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test unit build bench bench-relay soak down image-test alerts-test
+.PHONY: demo test unit build bench bench-relay soak soak-messages down image-test alerts-test
 demo:
 	scripts/demo
 
@@ -40,6 +40,15 @@ soak:
 	@started=0; scripts/devenv status >/dev/null 2>&1 || started=1; \
 	env_lines=$$(scripts/devenv up) || exit 1; eval "$$env_lines"; \
 	OUTBOXRELAY_SOAK=1 OUTBOXRELAY_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 60m -v -run '^TestFaults$$' ./internal/e2e/; rc=$$?; \
+	if [ $$started = 1 ]; then scripts/devenv down; fi; exit $$rc
+
+# The crash loop with the events written as logical decoding messages
+# (TestMessagesCrashLoop): 20 SIGKILLs under 1,000 messages/s on a private
+# bed; a few minutes.
+soak-messages:
+	@started=0; scripts/devenv status >/dev/null 2>&1 || started=1; \
+	env_lines=$$(scripts/devenv up) || exit 1; eval "$$env_lines"; \
+	OUTBOXRELAY_MESSAGES_CRASH=$${OUTBOXRELAY_MESSAGES_CRASH:-20} OUTBOXRELAY_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 30m -v -run '^TestMessagesCrashLoop$$' ./internal/e2e/; rc=$$?; \
 	if [ $$started = 1 ]; then scripts/devenv down; fi; exit $$rc
 
 down:

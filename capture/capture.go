@@ -29,6 +29,11 @@ const (
 	OpUpdate Op = 'u' // UPDATE
 	OpDelete Op = 'd' // DELETE
 	OpRead   Op = 'r' // a row read by the initial snapshot
+	// OpMessage is a logical decoding message (pg_logical_emit_message):
+	// Row.Prefix and Row.Content are set, Table and Columns are empty. A
+	// transactional one is a row of its transaction; a non-transactional
+	// one comes in a transaction of its own (see KindBegin).
+	OpMessage Op = 'm'
 )
 
 // Column is one value of a row in PostgreSQL's text format, as pgoutput
@@ -56,6 +61,10 @@ type Row struct {
 	// Position counts the rows of the transaction from 1, in the order
 	// the source yields them.
 	Position int
+	// Prefix and Content are a message's (OpMessage); Content aliases the
+	// source's buffers, valid until the next Next.
+	Prefix  string
+	Content []byte
 }
 
 // Kind tells what an Event is.
@@ -63,7 +72,10 @@ type Kind uint8
 
 const (
 	// KindBegin opens a transaction that commits at LSN, at CommitTime
-	// (zero for the initial snapshot's pseudo-transaction).
+	// (zero for the initial snapshot's pseudo-transaction). A
+	// non-transactional logical decoding message comes alone in a
+	// transaction of its own, whose LSN and EndLSN are the message's LSN
+	// and whose CommitTime is when the source received it.
 	KindBegin Kind = iota + 1
 	// KindRow is one row of the open transaction.
 	KindRow

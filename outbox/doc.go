@@ -66,4 +66,17 @@
 // table does not have. Each is a *ColumnError naming the column and the
 // connector key that names it. New refuses a table that lacks a column the
 // options name.
+//
+// # Without a table: Emitter
+//
+// Emitter.Emit writes the same events as logical decoding messages
+// (pg_logical_emit_message(true, prefix, JSON)) in the caller's
+// transaction instead of rows: still atomic with the business write, with
+// no table to grow, vacuum or clean up. The JSON object's members are named
+// by the same Options; the relay routes it when its connector JSON chains
+// DecodeLogicalDecodingMessageContent before the EventRouter (see the
+// README, An outbox without a table). Options.MessagePrefix (from
+// message.prefix.include.list with LoadOptions, when that is one literal
+// prefix; otherwise LoadOptions asks for it) is the prefix. NewEmitter
+// refuses a prefix the relay's prefix lists would skip.
 package outbox

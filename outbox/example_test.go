@@ -91,3 +91,47 @@ func ExampleParseOptions() {
 	// table: public.events_outbox
 	// id: id key: aggregate_id route: type payload: payload
 }
+
+// An outbox without a table: the event is a logical decoding message
+// emitted in the order's transaction, with the same names as a table
+// write. The relay routes it when its connector JSON chains
+// DecodeLogicalDecodingMessageContent before the EventRouter. (Here a
+// temporary test_decoding slot shows what the WAL carries; TestExamples
+// runs this against the test bed, with DATABASE_URL set.)
+func ExampleEmitter() {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_create_logical_replication_slot('example_emitter', 'test_decoding', true)`); err != nil {
+		log.Fatal(err)
+	}
+
+	e, err := outbox.NewEmitter(outbox.Options{MessagePrefix: "orders-service"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	order := OrderPlaced{OrderID: "0190b1a8-4c1e-7000-8000-000000000001", CustomerID: "0190b1a8-4c1e-7000-8000-0000000000c1", TotalCents: 4200}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// … the business write, then the event, in one transaction:
+		return e.Emit(ctx, tx, outbox.Event{
+			ID:            "0190b1a8-4c1e-7000-8000-0000000000e1",
+			AggregateType: "order",
+			AggregateID:   order.OrderID,
+			Payload:       order,
+			Columns:       map[string]any{"type": "OrderPlaced"},
+		})
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var change string
+	if err := conn.QueryRow(ctx, `SELECT data FROM pg_logical_slot_get_changes('example_emitter', NULL, NULL, 'include-xids', '0')
+		WHERE data LIKE 'message:%'`).Scan(&change); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(change)
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/internal/msgprefix"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
@@ -44,6 +45,17 @@ type Options struct {
 	// Alias is the EventRouter's alias in transforms, for error messages;
 	// "outbox" when empty.
 	Alias string
+
+	// MessagePrefix is the prefix an Emitter writes its messages with
+	// (DefaultMessagePrefix when empty). From the connector JSON it is
+	// message.prefix.include.list's entry, when that is one literal prefix.
+	MessagePrefix string
+	// MessagePrefixIncludeList and MessagePrefixExcludeList are the
+	// relay's message.prefix.include.list and message.prefix.exclude.list
+	// (copied from the connector JSON by LoadOptions and ParseOptions).
+	// NewEmitter refuses a MessagePrefix they would make the relay skip,
+	// so no emitted event is silently dropped.
+	MessagePrefixIncludeList, MessagePrefixExcludeList string
 }
 
 // routerConfig is the part of the EventRouter configuration the Writer
@@ -126,6 +138,11 @@ func ParseOptions(data []byte, source string) (Options, error) {
 		return Options{}, fmt.Errorf("outbox: %s: %w", source, err)
 	}
 	table, err := tableFromIncludeList(cfg.Postgres["table.include.list"])
+	if err != nil && !rc.Messages {
+		return Options{}, fmt.Errorf("outbox: %s: %w", source, err)
+	}
+	include, exclude := cfg.Postgres["message.prefix.include.list"], cfg.Postgres["message.prefix.exclude.list"]
+	prefix, err := literalPrefix(include, exclude)
 	if err != nil {
 		return Options{}, fmt.Errorf("outbox: %s: %w", source, err)
 	}
@@ -138,11 +155,34 @@ func ParseOptions(data []byte, source string) (Options, error) {
 		TopicRegex:       rc.RouteTopicRegex,
 		TopicReplacement: rc.RouteTopicReplacement,
 		Alias:            rc.Alias,
+		MessagePrefix:    prefix,
+
+		MessagePrefixIncludeList: include,
+		MessagePrefixExcludeList: exclude,
 	}
 	if err := o.Validate(); err != nil {
 		return Options{}, err
 	}
 	return o, nil
+}
+
+// literalPrefix is the prefix an Emitter writes with for these lists:
+// the include list's one literal entry, or empty (the default) without an
+// include list. An include list that is not one prefix is an error asking
+// for Options.MessagePrefix, rather than a default it may not match.
+func literalPrefix(include, exclude string) (string, error) {
+	f, err := msgprefix.Parse(include, exclude)
+	if err != nil {
+		return "", err
+	}
+	if len(f.Include) == 0 {
+		return "", nil
+	}
+	prefix, ok := f.Literal()
+	if !ok {
+		return "", fmt.Errorf("message.prefix.include.list %q is not one literal prefix, so the prefix to emit with is not known; set Options.MessagePrefix to a prefix the list matches", include)
+	}
+	return prefix, nil
 }
 
 // plainTable is a schema.table pattern with no regex operator except

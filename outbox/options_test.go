@@ -101,3 +101,53 @@ func TestOptionsTopic(t *testing.T) {
 		t.Error("Topic of a route giving an illegal topic name succeeded")
 	}
 }
+
+// Regression: review-16 finding 1. A message.prefix.include.list that was
+// not one plain word ("orders.v1", "orders,payments", "orders-.*") left
+// MessagePrefix empty, NewEmitter fell back to "outbox" with no error, and
+// the relay skipped every emitted event; an exclude list matching
+// "outbox" did the same.
+func TestEmitterPrefixAgainstTheRelayLists(t *testing.T) {
+	base, err := os.ReadFile("../testdata/connector.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withLists := func(lists string) []byte {
+		return []byte(strings.Replace(string(base), `"tasks.max": "1",`, `"tasks.max": "1",`+lists, 1))
+	}
+	for list, want := range map[string]string{`orders.v1`: "orders.v1", `orders\\.v1`: "orders.v1", `Orders`: "Orders"} {
+		o, err := outbox.ParseOptions(withLists(`"message.prefix.include.list": "`+list+`",`), "c.json")
+		if err != nil || o.MessagePrefix != want {
+			t.Fatalf("include list %s: prefix %q, %v; want %q", list, o.MessagePrefix, err, want)
+		}
+		if e, err := outbox.NewEmitter(o); err != nil || e.Prefix() != want {
+			t.Errorf("include list %s: emitter %v", list, err)
+		}
+	}
+	for _, list := range []string{`orders,payments`, `orders-.*`} {
+		_, err := outbox.ParseOptions(withLists(`"message.prefix.include.list": "`+list+`",`), "c.json")
+		if err == nil || !strings.Contains(err.Error(), "Options.MessagePrefix") {
+			t.Errorf("include list %s: err %v, want one asking for Options.MessagePrefix", list, err)
+		}
+	}
+	o, err := outbox.ParseOptions(withLists(`"message.prefix.exclude.list": "out.*",`), "c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := outbox.NewEmitter(o); err == nil || !strings.Contains(err.Error(), `"outbox" is skipped`) {
+		t.Errorf("exclude list matching the default prefix: err %v", err)
+	}
+	o.MessagePrefix = "orders"
+	if _, err := outbox.NewEmitter(o); err != nil {
+		t.Errorf("a prefix the exclude list lets through: %v", err)
+	}
+	// Set by hand, the prefix is still checked against the lists.
+	hand := outbox.Options{MessagePrefix: "payments", MessagePrefixIncludeList: "orders-.*"}
+	if _, err := outbox.NewEmitter(hand); err == nil || !strings.Contains(err.Error(), "message.prefix.include.list") {
+		t.Errorf("a prefix the include list does not match: err %v", err)
+	}
+	hand.MessagePrefix = "orders-eu"
+	if _, err := outbox.NewEmitter(hand); err != nil {
+		t.Errorf("a prefix the include list matches: %v", err)
+	}
+}

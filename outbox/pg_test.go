@@ -266,4 +266,9 @@ func TestExamples(t *testing.T) {
 	if got != want {
 		t.Errorf("Example printed\n%s\nwant\n%s", got, want)
 	}
+	got = testbed.RunExample(t, ExampleEmitter)
+	want = `message: transactional: 1 prefix: orders-service, sz: 277 content:{"id":"0190b1a8-4c1e-7000-8000-0000000000e1","aggregatetype":"order","aggregateid":"0190b1a8-4c1e-7000-8000-000000000001","payload":{"order_id":"0190b1a8-4c1e-7000-8000-000000000001","customer_id":"0190b1a8-4c1e-7000-8000-0000000000c1","total_cents":4200},"type":"OrderPlaced"}` + "\n"
+	if got != want {
+		t.Errorf("ExampleEmitter printed\n%s\nwant\n%s", got, want)
+	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 var routerOps = [...]router.Op{capture.OpCreate: router.OpCreate, capture.OpUpdate: router.OpUpdate,
-	capture.OpDelete: router.OpDelete, capture.OpRead: router.OpRead}
+	capture.OpDelete: router.OpDelete, capture.OpRead: router.OpRead, capture.OpMessage: router.OpMessage}
 
 // event binds a source row into the router's event, reusing its buffers.
 // Column text still aliases the source's frame: valid until the next Next.
@@ -22,6 +22,14 @@ func (s *session) event(row *capture.Row) *router.Event {
 	ev.Op = routerOps[row.Op]
 	ev.Table = row.Table
 	ev.Columns = appendColumns(ev.Columns[:0], row.Columns)
+	if row.Op == capture.OpMessage {
+		// The router decodes the content; as columns, the poison policy
+		// dumps a message as it dumps a row.
+		ev.Table = router.MessageTable(row.Prefix)
+		ev.Columns = append(ev.Columns,
+			router.Column{Name: router.MessagePrefixColumn, Value: router.Value{OID: 25, Text: []byte(row.Prefix)}},
+			router.Column{Name: router.MessageContentColumn, Value: router.Value{OID: 17, Text: row.Content}})
+	}
 	ev.OldKeyColumns = appendColumns(ev.OldKeyColumns[:0], row.OldKey)
 	ev.KeyChanged = row.KeyChanged
 	ev.Position = uint64(row.Position)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/outboxrelay/outboxrelay/internal/msgprefix"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
@@ -76,6 +77,23 @@ type Config struct {
 
 	SnapshotMode string // snapshot.mode, default initial
 
+	// Messages: logical decoding messages are routed (the router's chain
+	// has DecodeLogicalDecodingMessageContent; setup sets it). Only then
+	// does START_REPLICATION ask pgoutput for them (PostgreSQL 14+).
+	Messages bool
+	// MessagesOnly is outbox.messages.only (outboxrelay's own, default
+	// false): the events are only logical decoding messages, so
+	// table.include.list must match no table. Without it a list that
+	// matches nothing stays a start-up error (a typo, or the table not
+	// created yet), messages or not.
+	MessagesOnly bool
+	// MessagePrefixes are message.prefix.include.list and
+	// message.prefix.exclude.list, compiled from the two texts: regexes
+	// matched case-insensitively against the whole prefix, as Debezium's
+	// Predicates do. At most one is set.
+	MessagePrefixes                        msgprefix.Filter
+	MessageIncludeText, MessageExcludeText string
+
 	HeartbeatInterval time.Duration // heartbeat.interval.ms, default 0 (off)
 	HeartbeatQuery    string        // heartbeat.action.query
 	// HeartbeatTopic is <topic.heartbeat.prefix>.<topic.prefix>, Debezium's
@@ -91,27 +109,32 @@ type Config struct {
 	TopicPrefix string // topic.prefix (required)
 }
 
+// KeyMessagesOnly is outbox.messages.only (Config.MessagesOnly).
+const KeyMessagesOnly = "outbox.messages.only"
+
 // ParseConfig reads the replication keys of a connector config map. Keys
 // that belong to other components are ignored here; unknown keys are
 // reported by the caller, which sees the whole map.
 func ParseConfig(m map[string]string) (Config, error) {
 	c := Config{
-		Host:           m["database.hostname"],
-		User:           m["database.user"],
-		Password:       m["database.password"],
-		DBName:         m["database.dbname"],
-		SSLMode:        orDefault(m["database.sslmode"], "prefer"),
-		SSLRootCert:    m["database.sslrootcert"],
-		SSLCert:        m["database.sslcert"],
-		SSLKey:         m["database.sslkey"],
-		SSLPassword:    m["database.sslpassword"],
-		Slot:           orDefault(m["slot.name"], "debezium"),
-		Publication:    orDefault(m["publication.name"], "dbz_publication"),
-		AutoCreate:     strings.ToLower(orDefault(m["publication.autocreate.mode"], PublicationAllTables)),
-		TablesText:     m["table.include.list"],
-		SnapshotMode:   strings.ToLower(orDefault(m["snapshot.mode"], SnapshotInitial)),
-		HeartbeatQuery: m["heartbeat.action.query"],
-		TopicPrefix:    m["topic.prefix"],
+		Host:               m["database.hostname"],
+		User:               m["database.user"],
+		Password:           m["database.password"],
+		DBName:             m["database.dbname"],
+		SSLMode:            orDefault(m["database.sslmode"], "prefer"),
+		SSLRootCert:        m["database.sslrootcert"],
+		SSLCert:            m["database.sslcert"],
+		SSLKey:             m["database.sslkey"],
+		SSLPassword:        m["database.sslpassword"],
+		Slot:               orDefault(m["slot.name"], "debezium"),
+		Publication:        orDefault(m["publication.name"], "dbz_publication"),
+		AutoCreate:         strings.ToLower(orDefault(m["publication.autocreate.mode"], PublicationAllTables)),
+		TablesText:         m["table.include.list"],
+		MessageIncludeText: m["message.prefix.include.list"],
+		MessageExcludeText: m["message.prefix.exclude.list"],
+		SnapshotMode:       strings.ToLower(orDefault(m["snapshot.mode"], SnapshotInitial)),
+		HeartbeatQuery:     m["heartbeat.action.query"],
+		TopicPrefix:        m["topic.prefix"],
 	}
 	c.HeartbeatTopic = orDefault(m["topic.heartbeat.prefix"], "__debezium-heartbeat") + "." + c.TopicPrefix
 	var errs []error
@@ -122,6 +145,9 @@ func ParseConfig(m map[string]string) (Config, error) {
 		c.Port = c.Ports[0]
 	}
 	if c.DropSlotOnStop, err = boolKey(m, "slot.drop.on.stop", false); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MessagesOnly, err = boolKey(m, KeyMessagesOnly, false); err != nil {
 		errs = append(errs, err)
 	}
 	if c.SlotFailover, err = boolKey(m, "slot.failover", false); err != nil {
@@ -151,7 +177,25 @@ func ParseConfig(m map[string]string) (Config, error) {
 		errs = append(errs, err)
 	}
 	c.RetryWait = time.Duration(ms) * time.Millisecond
-	for _, p := range textlist.Split(c.TablesText) {
+	errs = append(errs, c.parseTables()...)
+	if err := c.parsePrefixLists(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, c.Validate()
+}
+
+// parseTables compiles table.include.list (split as Debezium's
+// RegExSplitter): regexes matched against the whole schema.table.
+func (c *Config) parseTables() []error {
+	tables, err := textlist.SplitRegex(c.TablesText)
+	if err != nil {
+		return []error{fmt.Errorf("table.include.list: %v", err)}
+	}
+	var errs []error
+	for _, p := range tables {
 		re, err := regexp.Compile(`^(?:` + p + `)$`)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("table.include.list: %q is not a valid regular expression: %v; write schema.table names, e.g. public.outbox", p, err))
@@ -159,10 +203,22 @@ func ParseConfig(m map[string]string) (Config, error) {
 		}
 		c.Tables = append(c.Tables, re)
 	}
-	if len(errs) > 0 {
-		return c, errors.Join(errs...)
-	}
-	return c, c.Validate()
+	return errs
+}
+
+// parsePrefixLists compiles message.prefix.include.list and
+// message.prefix.exclude.list (internal/msgprefix).
+func (c *Config) parsePrefixLists() error {
+	var err error
+	c.MessagePrefixes, err = msgprefix.Parse(c.MessageIncludeText, c.MessageExcludeText)
+	return err
+}
+
+// IncludesMessage reports whether a logical decoding message with this
+// prefix is routed: messages are on, and the prefix is in the include
+// list (when set) and not in the exclude list.
+func (c *Config) IncludesMessage(prefix string) bool {
+	return c.Messages && c.MessagePrefixes.Includes(prefix)
 }
 
 // Validate checks required keys and cross-field rules, naming the key and

@@ -134,7 +134,21 @@ func (s Settings) Findings(cfg *Config) []Finding {
 	if cfg.SlotFailover {
 		out = append(out, s.failoverFinding())
 	}
+	if cfg.Messages {
+		out = append(out, s.messagesFinding())
+	}
 	return out
+}
+
+// messagesFinding: pgoutput sends logical decoding messages from
+// PostgreSQL 14 on (the messages option).
+func (s Settings) messagesFinding() Finding {
+	if s.VersionNum >= 140000 {
+		return Finding{Name: "logical decoding messages", OK: true, Detail: "PostgreSQL " + s.Version + " sends pg_logical_emit_message records through pgoutput (messages 'true')"}
+	}
+	return Finding{Name: "logical decoding messages", Detail: "PostgreSQL " + s.Version + " cannot send logical decoding messages through pgoutput",
+		Fix: "upgrade to PostgreSQL 14 or newer, or remove DecodeLogicalDecodingMessageContent from transforms",
+		Err: fmt.Errorf("preflight: %w: transforms has DecodeLogicalDecodingMessageContent, whose logical decoding messages pgoutput sends from PostgreSQL 14 on; the server is %s (server_version_num %d): upgrade, or route outbox rows from a table instead", ErrServerVersion, s.Version, s.VersionNum)}
 }
 
 // failoverFinding: slot.failover needs PostgreSQL 17 (CREATE_REPLICATION_SLOT
@@ -265,6 +279,9 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 
 func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables []string, log *slog.Logger) error {
 	forTables := "FOR TABLE " + strings.Join(QuoteTables(tables), ", ")
+	if len(tables) == 0 {
+		forTables = "" // messages only: pgoutput needs a publication, not a table in it
+	}
 	// Via the root: a partitioned outbox's rows then come under its own
 	// name; for other tables the option changes nothing.
 	const with = " WITH (publish_via_partition_root = true)"
@@ -307,11 +324,26 @@ func IncludedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string,
 		}
 	}
 	sort.Strings(out)
-	if len(out) == 0 {
-		return nil, fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table (outboxrelay sql) or fix the list (regexes on schema.table, e.g. public.outbox)",
-			ErrNoOutboxTables, cfg.DBName, cfg.TablesText)
+	return out, checkIncluded(cfg, out)
+}
+
+// checkIncluded refuses a table.include.list that matches no table, unless
+// outbox.messages.only says the events are only messages, and then
+// refuses one that matches a table: what the relay routes is never a
+// guess.
+func checkIncluded(cfg *Config, tables []string) error {
+	switch {
+	case cfg.MessagesOnly && len(tables) > 0:
+		return fmt.Errorf("preflight: %s is true but table.include.list %q matches %s; set the list to match no table, or remove %s to route the rows too",
+			KeyMessagesOnly, cfg.TablesText, strings.Join(tables, ", "), KeyMessagesOnly)
+	case len(tables) > 0 || cfg.MessagesOnly:
+		return nil
+	case cfg.Messages:
+		return fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table or fix the list, or, if the events are only logical decoding messages, set %s=true",
+			ErrNoOutboxTables, cfg.DBName, cfg.TablesText, KeyMessagesOnly)
 	}
-	return out, nil
+	return fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table (outboxrelay sql) or fix the list (regexes on schema.table, e.g. public.outbox)",
+		ErrNoOutboxTables, cfg.DBName, cfg.TablesText)
 }
 
 func queryStrings(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]string, error) {

@@ -61,14 +61,15 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export, f
 }
 
 // startReplication sends START_REPLICATION with pgoutput protocol version 1.
-// Logical decoding messages are requested (PostgreSQL 14+) so that they are
-// seen, skipped and counted as progress instead of being invisible.
+// Logical decoding messages are requested only when they are routed
+// (cfg.Messages; PostgreSQL 14+, which preflight checks): otherwise the
+// walsender need not send them at all.
 func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, serverVersion int, from pglogrepl.LSN) error {
-	args := []string{"proto_version '1'", "publication_names '" + escapeLiteral(cfg.Publication) + "'"}
-	if serverVersion >= 140000 {
-		args = append(args, "messages 'true'")
+	args, err := pluginArgs(cfg, serverVersion)
+	if err != nil {
+		return err
 	}
-	err := pglogrepl.StartReplication(ctx, conn, cfg.Slot, from, pglogrepl.StartReplicationOptions{
+	err = pglogrepl.StartReplication(ctx, conn, cfg.Slot, from, pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,
 		PluginArgs: args,
 	})
@@ -76,6 +77,21 @@ func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, ser
 		return fmt.Errorf("starting replication on slot %q at %s: %w", cfg.Slot, from, err)
 	}
 	return nil
+}
+
+// pluginArgs are pgoutput's START_REPLICATION options. Messages on a
+// server before 14 are an error, never a silent omission: preflight stops
+// that first, but no path may lose the events quietly.
+func pluginArgs(cfg *Config, serverVersion int) ([]string, error) {
+	args := []string{"proto_version '1'", "publication_names '" + escapeLiteral(cfg.Publication) + "'"}
+	if !cfg.Messages {
+		return args, nil
+	}
+	if serverVersion < 140000 {
+		return nil, fmt.Errorf("starting replication on slot %q: %w: server_version_num is %d, and pgoutput sends logical decoding messages from PostgreSQL 14 on; upgrade, or remove %s from transforms",
+			cfg.Slot, ErrServerVersion, serverVersion, "DecodeLogicalDecodingMessageContent")
+	}
+	return append(args, "messages 'true'"), nil
 }
 
 // enableFailover turns failover on for an existing slot (slot.failover), so

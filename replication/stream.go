@@ -59,7 +59,10 @@ type stream struct {
 	recv       recvWindow
 	stopWatch  func()
 	txLSN      pglogrepl.LSN // the open transaction's final LSN, for errors
-	walReport  bool          // a keepalive's WAL end waits to be reported, once the relay applied it
+	// alone counts the events still to yield of a non-transactional
+	// message's own transaction (its Row, then its Commit).
+	alone     int
+	walReport bool // a keepalive's WAL end waits to be reported, once the relay applied it
 }
 
 func newStream(src *Source, conn *pgx.Conn, repl *pgconn.PgConn) *stream {
@@ -103,6 +106,9 @@ func (s *stream) Next(ctx context.Context) (*capture.Event, error) {
 	}
 	if s.snap != nil {
 		return s.nextSnapshot(ctx)
+	}
+	if s.alone > 0 {
+		return s.nextAlone(), nil
 	}
 	if s.walReport {
 		s.walReport = false
@@ -308,12 +314,58 @@ func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*
 	case MessageTruncate:
 		s.skip("truncate")
 	case MessageLogical:
-		s.skip("logical_message")
+		return s.messageEvent(at, &m.Logical)
 	case MessageOrigin, MessageDataType:
 		// Origin names a replication origin; Type describes a custom type
 		// by name. Neither affects routing of text-format values.
 	}
 	return nil, nil
+}
+
+// messageEvent yields a logical decoding message the configuration routes
+// (IncludesMessage); others are counted and skipped. A transactional one
+// is a row of the open transaction: confirmed, ordered and rolled back
+// with it. A non-transactional one, which the walsender sends as it
+// decodes it, between transactions, whether or not the transaction that
+// emitted it commits, gets a transaction of its own at its LSN, as
+// Debezium publishes it on its own.
+func (s *stream) messageEvent(at pglogrepl.LSN, l *LogicalMessage) (*capture.Event, error) {
+	if !s.cfg.IncludesMessage(l.Prefix) {
+		s.skip("logical_message")
+		return nil, nil
+	}
+	r := &s.row
+	*r = capture.Row{Op: capture.OpMessage, Columns: r.Columns[:0], OldKey: r.OldKey[:0], Position: r.Position,
+		Prefix: l.Prefix, Content: l.Content}
+	if !l.Transactional {
+		if s.inTx {
+			return nil, fmt.Errorf("decoding pgoutput at %s: non-transactional message (prefix %q) inside transaction %s", at, l.Prefix, s.txLSN)
+		}
+		s.inTx, s.txLSN, s.alone = true, l.LSN, 2
+		r.Position = 1
+		s.ev = capture.Event{Kind: capture.KindBegin, LSN: l.LSN, CommitTime: time.Now()}
+		return &s.ev, nil
+	}
+	if !s.inTx {
+		return nil, fmt.Errorf("decoding pgoutput at %s: transactional message (prefix %q) outside a transaction (no Begin before it)", at, l.Prefix)
+	}
+	r.Position++
+	s.ev = capture.Event{Kind: capture.KindRow, LSN: at, Row: r}
+	return &s.ev, nil
+}
+
+// nextAlone yields the Row and then the Commit of a non-transactional
+// message's transaction. The message still aliases the frame: nothing was
+// received since.
+func (s *stream) nextAlone() *capture.Event {
+	s.alone--
+	if s.alone == 1 {
+		s.ev = capture.Event{Kind: capture.KindRow, LSN: s.txLSN, Row: &s.row}
+		return &s.ev
+	}
+	s.inTx = false
+	s.ev = capture.Event{Kind: capture.KindCommit, LSN: s.txLSN, EndLSN: s.txLSN}
+	return &s.ev
 }
 
 func (s *stream) relation(ctx context.Context, r *RelationMessage) error {

@@ -7,8 +7,17 @@ import (
 )
 
 // EventRouterClass is the transforms.<alias>.type value of Debezium's outbox
-// EventRouter, the only transformation outboxrelay runs.
+// EventRouter, the transformation outboxrelay runs.
 const EventRouterClass = "io.debezium.transforms.outbox.EventRouter"
+
+// DecodeMessageClass is the transforms.<alias>.type value of Debezium's
+// transformation that turns a logical decoding message's JSON content into
+// an insert-shaped record; chained before the EventRouter, it makes
+// pg_logical_emit_message an outbox without a table (RouteMessage).
+const DecodeMessageClass = "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent"
+
+// optFieldsNullInclude is the decode transformation's one option.
+const optFieldsNullInclude = "fields.null.include"
 
 // Converter class names accepted in key.converter and value.converter.
 const (
@@ -132,6 +141,15 @@ type Config struct {
 	// UUID when it is empty, as each Debezium start does.
 	RunID string
 
+	// Messages: transforms chains DecodeMessageClass (alias MessagesAlias)
+	// before the EventRouter, so logical decoding messages are routed.
+	Messages      bool
+	MessagesAlias string
+	// FieldsNullInclude is transforms.<MessagesAlias>.fields.null.include
+	// (default false): JSON nulls of a message's content become fields
+	// with a null value instead of being left out.
+	FieldsNullInclude bool
+
 	placements []placement // AdditionalPlacement parsed by Validate
 }
 
@@ -228,10 +246,35 @@ func (c *Config) Validate() error {
 		}
 		seen[p.alias] = true
 	}
+	if err := c.validateMessages(); err != nil {
+		return err
+	}
 	// The context headers carry the logical name; without it they would
 	// be empty, which Debezium cannot produce (topic.prefix is required).
 	if c.ExtendedHeaders && strings.TrimSpace(c.TopicPrefix) == "" {
 		return &ConfigError{Key: "topic.prefix", Reason: "required when extended.headers.enabled=true (it is the __debezium.context.connectorLogicalName header); set it to the connector's logical name"}
+	}
+	return nil
+}
+
+// validateMessages refuses, when messages are routed, what outboxrelay
+// cannot do with them as Debezium does.
+func (c *Config) validateMessages() error {
+	if !c.Messages {
+		return nil
+	}
+	if c.TimestampField != "" {
+		// Debezium reads it with getInt64 and a logical timestamp schema,
+		// which a decoded JSON value never has: every message fails.
+		return &ConfigError{Key: c.key(optTimestamp), Reason: fmt.Sprintf("cannot be used with %s: a message's JSON content has no timestamp type, and Debezium fails every message with it; remove it (the record timestamp is then the commit time)", DecodeMessageClass)}
+	}
+	for _, kv := range []struct {
+		key  string
+		conv Converter
+	}{{"key.converter", c.KeyConverter}, {"value.converter", c.ValueConverter}} {
+		if kv.conv == ConverterJSONWithSchema {
+			return &ConfigError{Key: kv.key + ".schemas.enable", Reason: fmt.Sprintf("JsonConverter schemas are not supported with %s (outboxrelay does not infer Connect schemas for messages); set %s.schemas.enable=false", DecodeMessageClass, kv.key)}
+		}
 	}
 	return nil
 }
@@ -295,12 +338,18 @@ func parsePlacements(s, key string) ([]placement, error) {
 func ParseConfig(m map[string]string) (Config, []string, error) {
 	var cfg Config
 	var warnings []string
-	alias, err := findEventRouter(m)
+	decode, alias, err := findChain(m)
 	if err != nil {
 		return cfg, nil, err
 	}
 	cfg.Alias = alias
 	prefix := "transforms." + alias + "."
+	if decode != "" {
+		cfg.Messages, cfg.MessagesAlias = true, decode
+		if err := parseDecodeOptions(&cfg, m); err != nil {
+			return cfg, nil, err
+		}
+	}
 
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -314,6 +363,9 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 	for _, k := range keys {
 		v := m[k]
 		opt, ours := strings.CutPrefix(k, prefix)
+		if decode != "" && strings.HasPrefix(k, "transforms."+decode+".") {
+			continue // parseDecodeOptions read it
+		}
 		if !ours {
 			if !isListedAlias(m["transforms"], k) {
 				warnings = append(warnings, fmt.Sprintf("%s: ignored, its alias is not listed in transforms", k))
@@ -352,20 +404,34 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 	if cfg.AdditionalMissing, err = resolveMissing(&cfg, newMissing, oldMissing, &warnings); err != nil {
 		return cfg, nil, err
 	}
-	if err := parseConverters(&cfg, m, &warnings); err != nil {
+	if err := parseConnectorKeys(&cfg, m, &warnings); err != nil {
 		return cfg, nil, err
 	}
-	if v, ok := m["extended.headers.enabled"]; ok {
-		if err := parseBool("extended.headers.enabled", v, &cfg.ExtendedHeaders); err != nil {
-			return cfg, nil, err
-		}
-	}
-	cfg.TopicPrefix = m["topic.prefix"]
-	cfg.DecimalHandlingMode = m["decimal.handling.mode"]
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, warnings, nil
+}
+
+// parseConnectorKeys reads the converter and connector keys that shape
+// the records.
+func parseConnectorKeys(cfg *Config, m map[string]string, warnings *[]string) error {
+	if err := parseConverters(cfg, m, warnings); err != nil {
+		return err
+	}
+	if v, ok := m["extended.headers.enabled"]; ok {
+		if err := parseBool("extended.headers.enabled", v, &cfg.ExtendedHeaders); err != nil {
+			return err
+		}
+	}
+	cfg.TopicPrefix = m["topic.prefix"]
+	cfg.DecimalHandlingMode = m["decimal.handling.mode"]
+	if mode := strings.ToLower(strings.TrimSpace(m["binary.handling.mode"])); cfg.Messages && mode != "" && mode != "bytes" {
+		// The connector would put the content in a string field, which
+		// Debezium's decoder refuses ("non-binary") for every message.
+		return &ConfigError{Key: "binary.handling.mode", Reason: fmt.Sprintf("%q makes Debezium's %s fail on every message; remove it or set it to bytes", mode, DecodeMessageClass)}
+	}
+	return nil
 }
 
 // stringOption returns the Config field that holds a string option, or nil.
@@ -399,11 +465,12 @@ func (c *Config) stringOption(opt string) *string {
 	return nil
 }
 
-// findEventRouter returns the alias of the one EventRouter in transforms.
-// Any other transformation is an error: running the chain without it would
-// publish something other than what Kafka Connect would.
-func findEventRouter(m map[string]string) (string, error) {
-	var found string
+// findChain returns the alias of the one EventRouter in transforms and,
+// when DecodeLogicalDecodingMessageContent comes before it, that
+// transformation's alias. Any other transformation, or another order, is
+// an error: running the chain without it would publish something other
+// than what Kafka Connect would.
+func findChain(m map[string]string) (decode, router string, err error) {
 	for _, alias := range strings.Split(m["transforms"], ",") {
 		alias = strings.TrimSpace(alias)
 		if alias == "" {
@@ -411,24 +478,57 @@ func findEventRouter(m map[string]string) (string, error) {
 		}
 		typ := strings.TrimSpace(m["transforms."+alias+".type"])
 		switch {
-		case typ == EventRouterClass && found == "":
-			found = alias
+		case typ == EventRouterClass && router == "":
+			router = alias
 		case typ == EventRouterClass:
-			return "", &ConfigError{Key: "transforms", Reason: fmt.Sprintf("both %q and %q are EventRouters; keep one", found, alias)}
+			return "", "", &ConfigError{Key: "transforms", Reason: fmt.Sprintf("both %q and %q are EventRouters; keep one", router, alias)}
+		case typ == DecodeMessageClass && router != "":
+			// After the EventRouter it would see only the messages the
+			// router passed on unrouted, and publish them to <topic.prefix>.message.
+			return "", "", &ConfigError{Key: "transforms", Reason: fmt.Sprintf("%q (%s) comes after the EventRouter %q; list it first: transforms=%s,%s", alias, DecodeMessageClass, router, alias, router)}
+		case typ == DecodeMessageClass && decode != "":
+			return "", "", &ConfigError{Key: "transforms", Reason: fmt.Sprintf("both %q and %q are %s; keep one", decode, alias, DecodeMessageClass)}
+		case typ == DecodeMessageClass:
+			decode = alias
 		case typ == "":
-			return "", &ConfigError{Key: "transforms." + alias + ".type", Reason: "missing; set it to " + EventRouterClass}
+			return "", "", &ConfigError{Key: "transforms." + alias + ".type", Reason: "missing; set it to " + EventRouterClass}
 		default:
-			return "", &ConfigError{Key: "transforms." + alias + ".type", Reason: fmt.Sprintf("%s is not supported: outboxrelay runs only %s; remove %q from transforms", typ, EventRouterClass, alias)}
+			return "", "", &ConfigError{Key: "transforms." + alias + ".type", Reason: fmt.Sprintf("%s is not supported: outboxrelay runs only %s, optionally after %s; remove %q from transforms", typ, EventRouterClass, DecodeMessageClass, alias)}
 		}
 	}
-	if found == "" {
-		return "", &ConfigError{Key: "transforms", Reason: "no EventRouter configured; set transforms=outbox and transforms.outbox.type=" + EventRouterClass}
+	if router == "" {
+		return "", "", &ConfigError{Key: "transforms", Reason: "no EventRouter configured; set transforms=outbox and transforms.outbox.type=" + EventRouterClass}
 	}
-	return found, nil
+	return decode, router, nil
+}
+
+// parseDecodeOptions reads the options of the decode transformation. It
+// has one (fields.null.include); any other key under its alias is an
+// error, because outboxrelay could not honour it.
+func parseDecodeOptions(c *Config, m map[string]string) error {
+	prefix := "transforms." + c.MessagesAlias + "."
+	for k, v := range m {
+		opt, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		switch opt {
+		case optType:
+		case optFieldsNullInclude:
+			if err := parseBool(k, v, &c.FieldsNullInclude); err != nil {
+				return err
+			}
+		case "predicate", "negate":
+			return &ConfigError{Key: k, Reason: "predicates are not supported; filter messages with message.prefix.include.list or remove the predicate"}
+		default:
+			return &ConfigError{Key: k, Reason: fmt.Sprintf("unknown option of %s (it has only %s); remove it", DecodeMessageClass, optFieldsNullInclude)}
+		}
+	}
+	return nil
 }
 
 // isListedAlias reports whether key belongs to an alias listed in
-// transforms (that is, to a transform findEventRouter has checked).
+// transforms (that is, to a transform findChain has checked).
 func isListedAlias(transforms, key string) bool {
 	for _, alias := range strings.Split(transforms, ",") {
 		if a := strings.TrimSpace(alias); a != "" && strings.HasPrefix(key, "transforms."+a+".") {

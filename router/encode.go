@@ -13,6 +13,7 @@ const (
 	oidInt8        = 20
 	oidInt2        = 21
 	oidInt4        = 23
+	oidText        = 25
 	oidOID         = 26
 	oidJSON        = 114
 	oidXML         = 142

@@ -16,6 +16,11 @@ const (
 	// OpDelete is a DELETE; deleting dispatched outbox rows is normal
 	// clean-up, so it never produces a record.
 	OpDelete
+	// OpMessage is a logical decoding message (pg_logical_emit_message)
+	// routed through DecodeLogicalDecodingMessageContent (Config.Messages):
+	// Columns are MessagePrefixColumn and MessageContentColumn, Table is
+	// MessageTable(prefix).
+	OpMessage
 )
 
 // String returns Debezium's one-letter operation code, used in logs.
@@ -29,6 +34,8 @@ func (o Op) String() string {
 		return "u"
 	case OpDelete:
 		return "d"
+	case OpMessage:
+		return "m"
 	}
 	return "?"
 }
@@ -78,6 +85,11 @@ type Event struct {
 	// ProcessedAt is when the relay processed the row; the record timestamp
 	// when neither the timestamp column nor a commit time is available.
 	ProcessedAt time.Time
+
+	// structured: the columns were decoded from a message's JSON content;
+	// a jsonb column holds a nested object or array that Debezium carries
+	// as a Struct, written as JSON whatever table.expand.json.payload says.
+	structured bool
 }
 
 // column returns the column called name, or nil. hint is the index where

@@ -35,6 +35,11 @@ type Router struct {
 	raw     []byte // decoded bytea
 	stack   []byte // open brackets while compacting JSON
 	headers []Header
+
+	// A message's decoded fields (routeMessage), reused.
+	msg      Event
+	msgCols  []Column
+	msgArena []byte
 }
 
 // New validates cfg and returns a Router. log receives the warnings the
@@ -108,6 +113,15 @@ func (r *Router) Route(ev *Event, dst []Record) ([]Record, error) {
 		if !ev.KeyChanged {
 			return dst, r.unexpectedUpdate(ev)
 		}
+	case OpMessage:
+		if !r.cfg.Messages {
+			return dst, r.rowError(ev, "", "", "", "a logical decoding message, but transforms has no "+DecodeMessageClass+"; this is a bug in the caller")
+		}
+		rec, err := r.routeMessage(ev)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, rec), nil
 	default:
 		return dst, r.rowError(ev, "", "", "", fmt.Sprintf("unknown operation %d; this is a bug in the caller", int(ev.Op)))
 	}
@@ -258,7 +272,11 @@ func (r *Router) appendHeaders(ev *Event, idValue []byte, eid string) (int, erro
 		}
 		r.headers = append(r.headers, Header{Key: "__debezium.oldkey", Value: old})
 	}
-	r.headers = append(r.headers, r.contextHeaders...)
+	if !ev.structured {
+		// Debezium's message records are made without the context
+		// headers (LogicalDecodingMessageMonitor).
+		r.headers = append(r.headers, r.contextHeaders...)
+	}
 	r.appendTraceHeaders(ev, eid)
 	r.headers = append(r.headers, Header{Key: "id", Value: idValue})
 	partition := -1
@@ -429,6 +447,9 @@ func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *Column, eid s
 	if v.Null {
 		return append(dst, "null"...), false, nil
 	}
+	if ev.structured && v.OID == oidJSONB {
+		return append(dst, v.Text...), true, nil // a Struct: JSON already
+	}
 	if r.cfg.ExpandJSONPayload {
 		if !isStringish(v.OID) {
 			r.log.Warn("table.expand.json.payload is on but the payload column is not text or JSON; sending it unexpanded",
@@ -455,6 +476,10 @@ func (r *Router) appendEnvelopeFields(dst []byte, ev *Event, eid string) ([]byte
 	err := r.eachEnvelopeField(ev, eid, func(i int, col *Column) error {
 		var err error
 		dst = append(dst, r.envelopeKeys[i]...)
+		if ev.structured && col.Value.OID == oidJSONB && !col.Value.Null {
+			dst = append(dst, col.Value.Text...) // a Struct: JSON already
+			return nil
+		}
 		if dst, err = appendJSONValue(dst, col.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
 			return r.rowError(ev, eid, col.Name, optPlacement, err.Error())
 		}

@@ -57,6 +57,7 @@ type options struct {
 	logLevel       slog.Level
 
 	workload Workload
+	messages string // --messages: the logical decoding message prefix
 	topics   []string
 }
 
@@ -79,6 +80,7 @@ func (o *options) register(fl *flag.FlagSet) {
 	fl.IntVar(&o.rowsPerTx, "rows-per-tx", 1, "rows per transaction")
 	fl.IntVar(&o.payloadBytes, "payload-bytes", 0, "extra bytes in each payload (a \"pad\" string)")
 	fl.IntVar(&o.aggregates, "aggregates", 100, "distinct aggregate ids (Kafka keys)")
+	fl.StringVar(&o.messages, "messages", "", "write the events as transactional logical decoding messages with this prefix instead of --table rows (the relay chains DecodeLogicalDecodingMessageContent)")
 	fl.DurationVar(&o.progress, "progress", 2*time.Second, "interval of the progress lines on stderr")
 	o.logLevel = slog.LevelInfo
 	fl.Func("log-level", "stderr log level: debug, info, warn, error", func(s string) error { return o.logLevel.UnmarshalText([]byte(s)) })
@@ -173,6 +175,10 @@ func (o *options) validate() error {
 	o.workload = Workload{
 		Run: hex.EncodeToString(run), Events: o.events, RowsPerTx: o.rowsPerTx, Workers: o.workers,
 		Aggregates: o.aggregates, Types: types, EventType: o.eventType, PadBytes: o.payloadBytes,
+		MessagePrefix: o.messages,
+	}
+	if o.messages != "" && (strings.ContainsAny(o.messages, "'\\") || o.mode == "recvlogical") {
+		errs = append(errs, fmt.Errorf("--messages %q: a prefix without quotes or backslashes, in the backlog or steady mode", o.messages))
 	}
 	if err := o.workload.Validate(); err != nil {
 		errs = append(errs, err)

@@ -25,6 +25,10 @@ type Workload struct {
 	Types      []string // aggregate types (each routes to its own topic)
 	EventType  string   // event_type column value
 	PadBytes   int      // extra payload bytes ("pad" field)
+	// MessagePrefix, when set, writes each event as a transactional
+	// logical decoding message with this prefix instead of a table row
+	// (an outbox without a table; the relay decodes the messages).
+	MessagePrefix string
 }
 
 // Validate checks the numbers and clamps Workers to Aggregates so every
@@ -112,11 +116,17 @@ func (w *Workload) TxSQL(table string, t int64) string {
 	if w.PadBytes > 0 {
 		pad = fmt.Sprintf(", 'pad', repeat('x', %d)", w.PadBytes)
 	}
-	return fmt.Sprintf(`INSERT INTO %s (aggregate_type, aggregate_id, event_type, payload) `+
-		`SELECT (ARRAY[%s])[1 + a %% %d], 'agg-' || a, '%s', `+
-		`jsonb_build_object('run', '%s', 'seq', s, 'a', a, 'aseq', l / %d, 'ts', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint%s) `+
-		`FROM (SELECT %d + j AS s, %d + j AS l, %d + %d * ((%d + j) %% %d) AS a FROM generate_series(0, %d) AS j) AS g`,
-		table, types.String(), len(w.Types), w.EventType,
-		w.Run, own, pad,
+	payload := fmt.Sprintf(`jsonb_build_object('run', '%s', 'seq', s, 'a', a, 'aseq', l / %d, 'ts', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint%s)`,
+		w.Run, own, pad)
+	from := fmt.Sprintf(`FROM (SELECT %d + j AS s, %d + j AS l, %d + %d * ((%d + j) %% %d) AS a FROM generate_series(0, %d) AS j) AS g`,
 		s0, local0, wk, w.Workers, local0, own, n-1)
+	route := fmt.Sprintf(`(ARRAY[%s])[1 + a %% %d]`, types.String(), len(w.Types))
+	if w.MessagePrefix != "" {
+		// One message per event, in the events' order (the subquery's).
+		return fmt.Sprintf(`SELECT count(pg_logical_emit_message(true, '%s', json_build_object('message_id', gen_random_uuid(), `+
+			`'aggregate_type', %s, 'aggregate_id', 'agg-' || a, 'event_type', '%s', 'payload', %s)::text)) %s`,
+			w.MessagePrefix, route, w.EventType, payload, from)
+	}
+	return fmt.Sprintf(`INSERT INTO %s (aggregate_type, aggregate_id, event_type, payload) SELECT %s, 'agg-' || a, '%s', %s %s`,
+		table, route, w.EventType, payload, from)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
@@ -23,6 +25,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, as for run")
 	orderBy := fl.String("order-by", "", "SQL expression increasing with commit order, cast to bigint (default: the rows' commit timestamps; needs track_commit_timestamp=on)")
 	where := fl.String("where", "", "SQL condition selecting the rows to check, e.g. \"created_at > now() - interval '1 hour'\"")
+	emitted := fl.String("emitted", "", "check the events listed in this file (one per line: event id, route value, key, tab-separated; the lines of one key in its commit order) instead of the outbox tables: the events of an outbox without a table (logical decoding messages)")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}
@@ -42,7 +45,16 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError{errors.New(cfg.Scrub(err.Error()))}
 	}
+	opt := verify.Options{OrderBy: *orderBy, Where: *where}
+	if *emitted != "" {
+		f, err := os.Open(*emitted)
+		if err != nil {
+			return usageError{fmt.Errorf("verify: --emitted: %w", err)}
+		}
+		defer f.Close()
+		opt.Emitted = f
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	return verify.Run(ctx, set, verify.Options{OrderBy: *orderBy, Where: *where}, stdout)
+	return verify.Run(ctx, set, opt, stdout)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -66,6 +67,9 @@ type checker struct {
 	rt      *router.Router
 	prod    *sink.Producer
 	log     *slog.Logger
+	// tolerateAll is errors.tolerance=all: a poison message is skipped or
+	// dead-lettered, not a stop.
+	tolerateAll bool
 
 	conn   *pgx.Conn
 	tables []string // outbox tables found
@@ -94,6 +98,7 @@ func (c *checker) fail(name, detail, fix string) {
 func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer, log *slog.Logger) error {
 	c := &checker{pg: &set.Postgres, router: set.Router.Config(), kafka: set.Kafka, jan: set.Janitor,
 		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
+	c.tolerateAll, _ = relay.ParseTolerance(set.Tolerance) // setup checked it
 	if set.Poll.Poll() {
 		c.pollPostgres(ctx, set.Poll)
 	} else {
@@ -139,6 +144,7 @@ func (c *checker) postgres(ctx context.Context) {
 	slot, slotErr := replication.InspectSlot(ctx, conn, cfg.Slot)
 	c.capacity(ctx, set.MaxSlots, set.MaxSenders, slot)
 	c.add(findings[2:]...)
+	c.messages(ctx, slot)
 	if !c.findTables(ctx) {
 		return
 	}
@@ -191,11 +197,22 @@ func (c *checker) capacity(ctx context.Context, maxSlots, maxSenders int, slot r
 func (c *checker) findTables(ctx context.Context) bool {
 	tables, err := replication.IncludedTables(ctx, c.conn, c.pg)
 	if err != nil {
-		c.fail("outbox tables", "none matches table.include.list "+strconv.Quote(c.pg.TablesText),
-			"create the outbox table (outboxrelay sql prints its DDL), or set table.include.list to its schema.table name, e.g. public.outbox")
+		detail := "none matches table.include.list " + strconv.Quote(c.pg.TablesText)
+		todo := "create the outbox table (outboxrelay sql prints its DDL), or set table.include.list to its schema.table name, e.g. public.outbox"
+		switch {
+		case c.pg.MessagesOnly:
+			detail, todo = err.Error(), "make table.include.list match no table, or remove "+replication.KeyMessagesOnly
+		case c.pg.Messages:
+			todo += "; if the events are only logical decoding messages, set " + replication.KeyMessagesOnly + "=true"
+		}
+		c.fail("outbox tables", detail, todo)
 		return false
 	}
 	c.tables = tables
+	if len(tables) == 0 { // IncludedTables allows it only with outbox.messages.only
+		c.pass("outbox tables", "none matches table.include.list "+strconv.Quote(c.pg.TablesText)+" and "+replication.KeyMessagesOnly+" is true: the events are logical decoding messages")
+		return true
+	}
 	c.pass("outbox tables", strings.Join(tables, ", "))
 	return true
 }
@@ -274,6 +291,10 @@ func (c *checker) publication(ctx context.Context) {
 	case !insert:
 		c.fail(name, "does not publish inserts", fmt.Sprintf("ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate');", qp))
 	default:
+		if len(c.tables) == 0 {
+			c.pass(name, "exists (pgoutput needs one; messages need no table in it)")
+			return
+		}
 		c.pass(name, "covers "+strings.Join(c.tables, ", "))
 	}
 }

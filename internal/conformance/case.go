@@ -81,6 +81,18 @@ func (c *Case) Sessions() int {
 	return n
 }
 
+// Messages reports whether the case routes logical decoding messages (its
+// config names DecodeLogicalDecodingMessageContent): it needs PostgreSQL
+// 14+, and polling cannot run it.
+func (c *Case) Messages() bool {
+	for _, o := range c.Config {
+		if strings.HasSuffix(o.Value, "DecodeLogicalDecodingMessageContent") {
+			return true
+		}
+	}
+	return false
+}
+
 // Allows reports whether the case names difference d.
 func (c *Case) Allows(d string) bool {
 	for _, x := range c.Differences {

@@ -250,6 +250,12 @@ func withNamespace(base map[string]any, slot, ns string) map[string]any {
 	}
 	cfg["slot.name"] = slot
 	alias, _, _ := strings.Cut(fmt.Sprint(cfg["transforms"]), ",")
+	for _, a := range strings.Split(fmt.Sprint(cfg["transforms"]), ",") {
+		// The EventRouter's alias: a chain may put the message decoder first.
+		if fmt.Sprint(cfg["transforms."+strings.TrimSpace(a)+".type"]) == "io.debezium.transforms.outbox.EventRouter" {
+			alias = a
+		}
+	}
 	key := "transforms." + strings.TrimSpace(alias) + ".route.topic.replacement"
 	repl, ok := cfg[key]
 	if !ok {

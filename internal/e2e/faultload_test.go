@@ -88,15 +88,28 @@ func faultRate(t *testing.T) int {
 
 func startFaultLoad(t *testing.T, b *privateBed, f *fixture, rate int) *faultLoad {
 	t.Helper()
-	l := &faultLoad{
-		url:  b.pgURL,
-		rate: rate,
-		insert: fmt.Sprintf(`INSERT INTO %s.outbox (aggregatetype, aggregateid, ord, payload)
+	return startFaultLoadSQL(t, b, f, rate, faultInsert(f))
+}
+
+// faultInsert is the fault load's statement: $2 outbox rows of
+// transaction $1.
+func faultInsert(f *fixture) string {
+	return fmt.Sprintf(`INSERT INTO %s.outbox (aggregatetype, aggregateid, ord, payload)
 			SELECT CASE WHEN k %% 3 = 0 THEN 'customer' ELSE 'order' END, 'agg-' || k, $1::bigint * %d + g, jsonb_build_object('tx', $1::bigint, 'g', g)
-			FROM (SELECT g, ($1::bigint * 7 + g) %% %d AS k FROM generate_series(1, $2::int) g) s ORDER BY g`, f.name, ordPerTx, faultAggregates),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-		stats: faultLoadStats{commits: map[int64]pglogrepl.LSN{}},
+			FROM (SELECT g, ($1::bigint * 7 + g) %% %d AS k FROM generate_series(1, $2::int) g) s ORDER BY g`, f.name, ordPerTx, faultAggregates)
+}
+
+// startFaultLoadSQL runs the fault load with another statement of the same
+// parameters (transaction number, rows).
+func startFaultLoadSQL(t *testing.T, b *privateBed, f *fixture, rate int, insert string) *faultLoad {
+	t.Helper()
+	l := &faultLoad{
+		url:    b.pgURL,
+		rate:   rate,
+		insert: insert,
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+		stats:  faultLoadStats{commits: map[int64]pglogrepl.LSN{}},
 	}
 	conn := b.connect(t) // the first connection must work
 	go l.run(conn)

@@ -68,14 +68,35 @@ type crashKill struct {
 // per aggregate, and an event may come again only from a relay started
 // after a kill at which its transaction was not yet confirmed.
 func testCrashLoop(t *testing.T, b *privateBed, cycles int) {
+	testCrashLoopOf(t, b, cycles, crashLoad{})
+}
+
+// crashLoad varies what the crash loop's load writes: outbox rows (the
+// zero value), or with insert and extra config another way of emitting
+// the same events (TestMessagesCrashLoop).
+type crashLoad struct {
+	extra  func(f *fixture) map[string]string
+	insert func(f *fixture) string
+	rate   int
+}
+
+func testCrashLoopOf(t *testing.T, b *privateBed, cycles int, load crashLoad) {
 	f := b.newFixture(t, "crash")
-	cfg := b.config(t, f)
+	var extra map[string]string
+	if load.extra != nil {
+		extra = load.extra(f)
+	}
+	cfg := b.config(t, f, extra)
 	log := logFile(t, "relays")
 	topics := f.topicNames(faultTopics)
 	r := b.startRelay(t, cfg, log)
 	f.waitStreaming(t)
 	started := confirmedFlush(t, f.admin, f.name)
-	l := startFaultLoad(t, b, f, faultRate(t))
+	insert, rate := faultInsert(f), faultRate(t)
+	if load.insert != nil {
+		insert, rate = load.insert(f), load.rate
+	}
+	l := startFaultLoadSQL(t, b, f, rate, insert)
 
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("OUTBOXRELAY_CRASH_SEED"); v != "" {

@@ -77,6 +77,14 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	}
 	pcfg, err := replication.ParseConfig(cfg.Postgres)
 	errs = append(errs, err)
+	pcfg.Messages = rcfg.Messages // the stream asks for messages only when they are routed
+	if !rcfg.Messages && (pcfg.MessageIncludeText != "" || pcfg.MessageExcludeText != "") {
+		log.Warn("config: message.prefix.include.list / message.prefix.exclude.list have no effect: transforms has no " + router.DecodeMessageClass + ", so no logical decoding message is read")
+	}
+	if pcfg.MessagesOnly && !rcfg.Messages {
+		errs = append(errs, fmt.Errorf("%s is true but transforms has no %s: without it no message is routed; chain it before the EventRouter, or remove %s",
+			replication.KeyMessagesOnly, router.DecodeMessageClass, replication.KeyMessagesOnly))
+	}
 	if err == nil {
 		_, err = pcfg.ConnConfig() // TLS files readable, values valid
 		errs = append(errs, err)
@@ -89,6 +97,10 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	errs = append(errs, err)
 	pollCfg, err := poll.ParseConfig(cfg.Relay, rcfg.EventIDField, rcfg.EventKeyField, jcfg.Column)
 	errs = append(errs, err)
+	if err == nil && pollCfg.Poll() && rcfg.Messages {
+		// Polling reads tables; logical decoding messages exist only in the WAL.
+		errs = append(errs, fmt.Errorf("%s=poll cannot read logical decoding messages (transforms has %s): use logical replication, or remove the decode transformation", poll.KeyMode, router.DecodeMessageClass))
+	}
 	tolerance := cfg.Relay["errors.tolerance"]
 	_, err = relay.ParseTolerance(tolerance)
 	errs = append(errs, err)

@@ -21,6 +21,10 @@ type Options struct {
 	OrderBy string
 	// Where selects the rows to check; empty: all.
 	Where string
+	// Emitted, when set, is an emitted-events list (ReadEmitted) checked
+	// instead of the outbox tables: the events of an outbox without a
+	// table, written as logical decoding messages.
+	Emitted io.Reader
 }
 
 // Run is outboxrelay verify: it reads the outbox table(s) and every topic
@@ -28,7 +32,9 @@ type Options struct {
 // and returns an error when anything is missing or out of order
 // (duplicates alone are at-least-once delivery).
 func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error {
-	rcfg := set.Router.Config()
+	if err := opt.check(); err != nil {
+		return err
+	}
 	dialer, err := set.Kafka.Dialer()
 	if err != nil {
 		return errors.New(set.File.Scrub(err.Error()))
@@ -38,25 +44,17 @@ func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error 
 		return errors.New(set.File.Scrub("verify: " + err.Error()))
 	}
 	defer conn.Close(context.Background())
-	tables, err := replication.IncludedTables(ctx, conn, &set.Postgres)
+	topics := map[string]bool{}
+	var tables []string
+	var events []Event
+	if opt.Emitted != nil {
+		tables = []string{"(emitted events list)"}
+		events, err = emittedEvents(opt.Emitted, set.Router, topics)
+	} else {
+		tables, events, err = tableEvents(ctx, conn, set, opt, topics)
+	}
 	if err != nil {
 		return err
-	}
-	var events []Event
-	topics := map[string]bool{}
-	for _, table := range tables {
-		schema, name, _ := strings.Cut(table, ".")
-		qualified := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
-		evs, err := Outbox(ctx, conn, OutboxQuery{
-			Table: qualified, IDColumn: rcfg.EventIDField, KeyColumn: rcfg.EventKeyField, OrderBy: opt.OrderBy, Where: opt.Where,
-		})
-		if err != nil {
-			return err
-		}
-		events = append(events, evs...)
-		if err := routedTopics(ctx, conn, set.Router, qualified, rcfg.RouteByField, opt.Where, topics); err != nil {
-			return err
-		}
 	}
 	var names []string
 	for t := range topics {
@@ -72,6 +70,65 @@ func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error 
 		return fmt.Errorf("verify: %d events missing, %d aggregates out of order", len(report.Missing), len(report.OutOfOrder))
 	}
 	return nil
+}
+
+// check refuses options that would be silently ignored: --where and
+// --order-by select and order table rows, and an emitted-events list has
+// none.
+func (o Options) check() error {
+	if o.Emitted != nil && (o.Where != "" || o.OrderBy != "") {
+		return errors.New("verify: --where and --order-by select and order outbox table rows; with --emitted the list's lines are the events, in their order: leave them out")
+	}
+	return nil
+}
+
+// emittedEvents reads an emitted-events list and adds the topics of its
+// route values.
+func emittedEvents(r io.Reader, rt *router.Router, topics map[string]bool) ([]Event, error) {
+	list, err := ReadEmitted(r)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]Event, len(list))
+	for i, e := range list {
+		events[i] = e.Event
+		topic, err := rt.Topic([]byte(e.Route))
+		if err != nil {
+			return nil, fmt.Errorf("verify: emitted event %s: route value %q: %w", e.ID, e.Route, err)
+		}
+		topics[topic] = true
+	}
+	return events, nil
+}
+
+// tableEvents reads the events of the outbox tables and adds the topics
+// their route values give.
+func tableEvents(ctx context.Context, conn *pgx.Conn, set *setup.Setup, opt Options, topics map[string]bool) ([]string, []Event, error) {
+	rcfg := set.Router.Config()
+	tables, err := replication.IncludedTables(ctx, conn, &set.Postgres)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(tables) == 0 { // outbox.messages.only
+		return nil, nil, fmt.Errorf("verify: no outbox table matches table.include.list %q and %s is true: the events are logical decoding messages, which leave no table to read; pass --emitted FILE, the list of the events the application emitted",
+			set.Postgres.TablesText, replication.KeyMessagesOnly)
+	}
+	var events []Event
+	for _, table := range tables {
+		schema, name, _ := strings.Cut(table, ".")
+		qualified := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
+		evs, err := Outbox(ctx, conn, OutboxQuery{
+			Table: qualified, IDColumn: rcfg.EventIDField, KeyColumn: rcfg.EventKeyField, OrderBy: opt.OrderBy, Where: opt.Where,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		events = append(events, evs...)
+		if err := routedTopics(ctx, conn, set.Router, qualified, rcfg.RouteByField, opt.Where, topics); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tables, events, nil
 }
 
 // routedTopics adds the topics the table's distinct route values go to.

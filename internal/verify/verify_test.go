@@ -2,6 +2,7 @@ package verify
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -51,5 +52,37 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("OK() = %v for %s", r.OK(), r)
 			}
 		})
+	}
+}
+
+func TestReadEmitted(t *testing.T) {
+	got, err := ReadEmitted(strings.NewReader("# id\troute\tkey\n\ne-1\torders\to-1\r\ne-2\tpayments\t\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Emitted{{Event{ID: "e-1", Key: "o-1", Order: 3}, "orders"}, {Event{ID: "e-2", Key: "", Order: 4}, "payments"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ReadEmitted = %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"e-1 orders o-1\n", "e-1\torders\n", "\torders\tk\n", "e\t\tk\n"} {
+		if _, err := ReadEmitted(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// Regression: review-16 finding 4. --where and --order-by were silently
+// ignored with --emitted.
+func TestOptionsCheck(t *testing.T) {
+	if err := (Options{Emitted: strings.NewReader("")}).check(); err != nil {
+		t.Errorf("--emitted alone: %v", err)
+	}
+	if err := (Options{Where: "true", OrderBy: "id"}).check(); err != nil {
+		t.Errorf("--where and --order-by on tables: %v", err)
+	}
+	for _, o := range []Options{{Emitted: strings.NewReader(""), Where: "true"}, {Emitted: strings.NewReader(""), OrderBy: "id"}} {
+		if err := o.check(); err == nil || !strings.Contains(err.Error(), "--emitted") {
+			t.Errorf("%+v: err %v, want a refusal naming --emitted", o, err)
+		}
 	}
 }

@@ -1,0 +1,69 @@
+package setup
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/outboxrelay/outboxrelay/internal/config"
+)
+
+// TestParseMessages: the decode transformation turns messages on for the
+// stream, and poll mode, which cannot read them, is refused.
+func TestParseMessages(t *testing.T) {
+	base := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092","connector.class":"io.debezium.connector.postgresql.PostgresConnector",
+		"table.include.list":"public.outbox","transforms":"decode,outbox",
+		"transforms.decode.type":"io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent",
+		"transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"`
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	parse := func(extra string) (*Setup, error) {
+		cfg, err := config.Parse([]byte(base+extra+"}"), "test.json", os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Parse(cfg, log)
+	}
+	set, err := parse("")
+	if err != nil || !set.Postgres.Messages {
+		t.Fatalf("Messages = %v, err %v; want on", set != nil && set.Postgres.Messages, err)
+	}
+	if _, err := parse(`,"outbox.capture.mode":"poll"`); err == nil || !strings.Contains(err.Error(), "cannot read logical decoding messages") {
+		t.Errorf("poll mode with messages: err = %v", err)
+	}
+}
+
+// outbox.messages.only without the decode transformation would route
+// nothing at all: a start-up error.
+func TestParseMessagesOnlyNeedsTheDecoder(t *testing.T) {
+	doc := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092","connector.class":"io.debezium.connector.postgresql.PostgresConnector",
+		"table.include.list":"public\\.none","outbox.messages.only":"true","transforms":"outbox","transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"}`
+	cfg, err := config.Parse([]byte(doc), "test.json", os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "outbox.messages.only is true but transforms has no") {
+		t.Errorf("err = %v, want the missing decoder named", err)
+	}
+}
+
+// Regression: review-16 finding 11. The prefix lists lost their "no
+// effect" note: without the decode transformation they change nothing,
+// and nobody was told.
+func TestParsePrefixListsWithoutTheDecoder(t *testing.T) {
+	doc := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092","connector.class":"io.debezium.connector.postgresql.PostgresConnector",
+		"table.include.list":"public.outbox","message.prefix.include.list":"orders","transforms":"outbox","transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"}`
+	cfg, err := config.Parse([]byte(doc), "test.json", os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	if _, err := Parse(cfg, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "message.prefix.include.list / message.prefix.exclude.list have no effect") {
+		t.Errorf("no warning; log:\n%s", logged.String())
+	}
+}
