@@ -129,13 +129,17 @@ func (r *relay) runSession(ctx context.Context) error {
 		return err
 	}
 	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log}
+	var progress capture.Progress = s.ck
+	if s.txs = s.transactional(); s.txs != nil {
+		progress = committedProgress{Checkpoint: s.ck, sink: s.txs, start: st.From()} // invariant 10
+	}
 	stopRecording := s.record()
-	err = st.Start(ctx, s.ck)
+	err = st.Start(ctx, progress)
 	if err == nil {
 		err = s.loop(ctx)
 	}
 	err = s.finish(ctx, err, stopRecording)
-	r.known.Confirmed = s.ck.Confirmed()
+	r.known.Confirmed = progress.Confirmed()
 	return err
 }
 
@@ -173,6 +177,8 @@ type session struct {
 	ev       router.Event
 	records  []router.Record
 	snapRows int64
+	txs      Transactional // exactly-once: the sink, else nil
+	skipping bool          // the transaction being read is in Kafka already
 }
 
 // loop reads events until ctx ends, the stream fails, or a row or ack
@@ -192,6 +198,11 @@ func (s *session) loop(stop context.Context) error {
 		}
 		if s.rec != nil {
 			if err := s.rec.Err(); err != nil {
+				return err
+			}
+		}
+		if s.txs != nil {
+			if err := s.txs.Err(); err != nil {
 				return err
 			}
 		}
@@ -232,13 +243,21 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
 		}
 		s.tx, s.inSnap = tx, ev.Snapshot
+		s.skipping = s.skipCommitted(ev)
 		s.ev.CommitLSN = uint64(ev.LSN)
 		s.ev.CommitTime = ev.CommitTime
 	case capture.KindRow:
 		if s.tx == nil {
 			return fmt.Errorf("row of %s at %s outside a transaction", ev.Row.Table, ev.LSN)
 		}
-		return s.route(ctx, s.event(ev.Row))
+		if s.skipping {
+			s.skip("committed_in_kafka")
+			return nil
+		}
+		if err := s.route(ctx, s.event(ev.Row)); err != nil || !s.inSnap || s.txs == nil {
+			return err
+		}
+		s.txs.Boundary(0) // the snapshot is at-least-once: it commits as it goes
 	case capture.KindCommit:
 		if s.tx == nil {
 			return fmt.Errorf("commit %s without a transaction", ev.LSN)
@@ -246,7 +265,10 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 		if err := s.tx.Commit(ev.LSN, ev.EndLSN); err != nil {
 			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
 		}
-		s.tx = nil
+		if s.txs != nil && !s.skipping {
+			s.txs.Boundary(ev.EndLSN) // a Kafka transaction may end here
+		}
+		s.tx, s.skipping = nil, false
 	case capture.KindIdle:
 		// Invariant 2: the checkpoint confirms an idle position only when
 		// nothing is open or in flight.
@@ -293,6 +315,7 @@ func (s *session) finish(stop context.Context, cause error, stopRecording func(c
 	if err := s.ck.Err(); err != nil && (cause == nil || errors.Is(cause, context.Canceled)) {
 		cause = err
 	}
+	cause = s.fenced(cause)
 	abandoned := s.tx != nil
 	if abandoned {
 		s.tx.Abandon() // sent again, whole, after a restart

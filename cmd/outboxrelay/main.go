@@ -168,6 +168,9 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 
+	if c, ok := opt.Sink.(io.Closer); ok {
+		defer c.Close() // before the producer's Close: it aborts an open transaction
+	}
 	log.Info("starting", "connector", cfg.Name, "version", version())
 	err = relay.Run(ctx, opt)
 	if err != nil {
@@ -230,10 +233,20 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 	if err != nil {
 		return relay.Options{}, err
 	}
+	var out relay.Sink = &relay.ProducerSink{P: producer}
+	if set.ExactlyOnce.Required {
+		ts, err := set.TxnSink(producer, log)
+		if err != nil {
+			return relay.Options{}, err
+		}
+		txs := &relay.TxnSink{S: ts}
+		out, positions = txs, txs
+		log.Info("exactly-once: Kafka transactions", "transactional.id", set.ExactlyOnce.TransactionalID, "transaction.boundary", set.ExactlyOnce.Boundary)
+	}
 	return relay.Options{
 		Source:         src,
 		Router:         set.Router,
-		Sink:           &relay.ProducerSink{P: producer},
+		Sink:           out,
 		Log:            log,
 		Observer:       m,
 		Poison:         poison,

@@ -1,0 +1,141 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
+)
+
+// Transactional is a Sink that writes whole PostgreSQL transactions in
+// Kafka transactions (exactly.once.support=required, invariant 10). The
+// session marks each PostgreSQL commit with Boundary; Send's ack means
+// "written inside the open Kafka transaction", so the position confirmed
+// to PostgreSQL is held at what Kafka committed (committedProgress).
+type Transactional interface {
+	Sink
+	// Boundary ends a PostgreSQL transaction at end (0: a point between
+	// snapshot rows or after a heartbeat, with no position to record).
+	Boundary(end pglogrepl.LSN)
+	// Committed returns the position the last Kafka commit recorded and
+	// whether every record sent is committed.
+	Committed() (pglogrepl.LSN, bool)
+	// Err is the failure that ended the sink's transactions: retried as a
+	// new session (sink.ErrTxnAborted) or final (sink.ErrTxnFenced).
+	Err() error
+}
+
+// TxnSink adapts sink.TxnSink to Transactional, and is the session's
+// PositionStore too: Load starts the sink's session (fencing an older
+// instance) and reads the last committed position back read_committed;
+// Save records nothing, because every Kafka transaction records its own.
+type TxnSink struct {
+	S       *sink.TxnSink
+	headers []sink.Header
+}
+
+// Send converts the router's record for the sink; a record too large for
+// Kafka is rejected as poison.
+func (t *TxnSink) Send(ctx context.Context, r *router.Record, ack func(error)) error {
+	t.headers = t.headers[:0]
+	for _, h := range r.Headers {
+		t.headers = append(t.headers, sink.Header{Key: h.Key, Value: h.Value})
+	}
+	err := t.S.Send(ctx, sink.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
+		Headers: t.headers, Timestamp: r.Timestamp, EventID: r.EventID}, ack)
+	if errors.Is(err, sink.ErrRecordTooLarge) {
+		return fmt.Errorf("%w: %w", ErrRecordRejected, err)
+	}
+	return err
+}
+
+// Flush commits up to the last boundary.
+func (t *TxnSink) Flush(ctx context.Context) error { return t.S.Flush(ctx) }
+
+// Boundary ends a PostgreSQL transaction.
+func (t *TxnSink) Boundary(end pglogrepl.LSN) { t.S.Boundary(uint64(end)) }
+
+// Committed is what Kafka committed.
+func (t *TxnSink) Committed() (pglogrepl.LSN, bool) {
+	pos, all := t.S.Committed()
+	return pglogrepl.LSN(pos), all
+}
+
+// Err is the sink's failure.
+func (t *TxnSink) Err() error { return t.S.Err() }
+
+// Load starts the sink's session and reads the committed position.
+func (t *TxnSink) Load(ctx context.Context) (pglogrepl.LSN, bool, error) {
+	pos, found, err := t.S.Start(ctx)
+	return pglogrepl.LSN(pos.LSN), found, err
+}
+
+// Save records nothing: each Kafka transaction carries its position.
+func (t *TxnSink) Save(_ context.Context, _ pglogrepl.LSN, ack func(error)) error {
+	ack(nil)
+	return nil
+}
+
+// Where names the offsets topic.
+func (t *TxnSink) Where() string { return "offsets topic " + t.S.Offsets().Topic() + " (read_committed)" }
+
+// Forget says how to delete the recorded position.
+func (t *TxnSink) Forget() string {
+	o := t.S.Offsets()
+	return fmt.Sprintf("a record with key %s and a null value in topic %s, or another offsets.storage.topic", o.Key(), o.Topic())
+}
+
+// committedProgress is what the stream may confirm with a transactional
+// sink: the checkpoint's position (every record written), held at the
+// position of the last Kafka commit while records are not committed.
+// The checkpoint is read first: if every record sent is committed after
+// that read, so are the records it counted.
+type committedProgress struct {
+	*Checkpoint
+	sink  Transactional
+	start pglogrepl.LSN // the slot's confirmed position: confirmed already
+}
+
+func (p committedProgress) Confirmed() pglogrepl.LSN {
+	c := p.Checkpoint.Confirmed()
+	pos, all := p.sink.Committed()
+	if all {
+		return c
+	}
+	return max(min(c, pos), p.start)
+}
+
+var _ capture.Progress = committedProgress{}
+
+// transactional returns the sink as Transactional, or nil.
+func (s *session) transactional() Transactional {
+	t, _ := s.opt.Sink.(Transactional)
+	return t
+}
+
+// skipCommitted reports whether a transaction beginning with ev is at or
+// below the position the last Kafka transaction recorded: it is in
+// Kafka already, and is skipped (exactly-once after a restart).
+func (s *session) skipCommitted(ev *capture.Event) bool {
+	return s.txs != nil && !ev.Snapshot && ev.LSN < s.known.Recorded
+}
+
+// Close aborts an open Kafka transaction and stops the sink.
+func (t *TxnSink) Close() error { return t.S.Close() }
+
+// fenced makes a fenced sink the session's outcome, whatever else ended
+// it (a zombie's PostgreSQL connections fail first): the relay stops
+// instead of competing for the slot again.
+func (s *session) fenced(cause error) error {
+	if s.txs != nil {
+		if err := s.txs.Err(); errors.Is(err, sink.ErrTxnFenced) {
+			return err
+		}
+	}
+	return cause
+}

@@ -1,0 +1,345 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+)
+
+// carryLimit bounds the records after the last boundary that the worker
+// holds back (they may not join a transaction that commits before their
+// PostgreSQL transaction ends). Past it they are written into the open
+// transaction at once (after committing what came before, if that was
+// pending), so that a PostgreSQL transaction larger than the relay's
+// in-flight budget still streams.
+const carryLimit = 1 << 20
+
+// txnWorker is the worker goroutine's state: the open Kafka transaction,
+// its per-partition batches not yet written, and the records held back.
+type txnWorker struct {
+	s     *TxnSink
+	parts map[string]topicParts
+
+	open     bool      // a Kafka transaction is open (something was written)
+	openedAt time.Time // when its first batch was written
+	written  int       // records written in it
+	batches  map[kafkabatch.TopicPartition]*txnBatch
+	order    []kafkabatch.TopicPartition // batches in first-use order
+	bSeq     int64                       // the last boundary in the transaction, not committed; 0: none
+	bPos     uint64                      // the last position among its boundaries
+	carry    []txnItem                   // records after the last boundary, held back
+	needInit bool                        // an abort failed: InitProducerId ends the transaction
+}
+
+type txnBatch struct {
+	recs  []*pending
+	bytes int
+}
+
+type topicParts struct {
+	n  int
+	at time.Time
+}
+
+// wait is how long the worker may wait for more records before a commit
+// is due (0: as long as it takes).
+func (w *txnWorker) wait() time.Duration {
+	if w.bSeq == 0 || !w.open || w.s.cfg.Boundary != BoundaryInterval {
+		return 0
+	}
+	return max(time.Millisecond, w.s.cfg.Interval-time.Since(w.openedAt))
+}
+
+// round adds what was queued to the transaction, up to the last boundary;
+// commits when due; holds back (or, past carryLimit, writes) the rest.
+func (w *txnWorker) round(items []txnItem, flushWant int64) error {
+	items = append(w.carry, items...)
+	w.carry = nil
+	last := -1
+	for i := range items {
+		if items[i].rec == nil {
+			last = i
+		}
+	}
+	for _, it := range items[:last+1] {
+		if it.rec != nil {
+			if err := w.add(it.rec); err != nil {
+				w.carry = nil
+				return err
+			}
+			continue
+		}
+		w.bSeq = it.seq
+		w.bPos = max(w.bPos, it.position)
+	}
+	tail := items[last+1:]
+	if w.bSeq > 0 {
+		commit := w.commit
+		if !w.due(flushWant) {
+			commit = w.flushBatches // opens the transaction: its interval runs
+		}
+		if err := commit(); err != nil {
+			w.carry = tail
+			return err
+		}
+	}
+	bytes := 0
+	for _, it := range tail {
+		bytes += it.rec.size
+	}
+	if bytes < carryLimit {
+		w.carry = tail
+		return nil
+	}
+	if w.bSeq > 0 {
+		if err := w.commit(); err != nil {
+			w.carry = tail
+			return err
+		}
+	}
+	for i, it := range tail {
+		if err := w.add(it.rec); err != nil {
+			w.carry = tail[i+1:]
+			return err
+		}
+	}
+	return w.flushBatches()
+}
+
+// due says whether the transaction commits at its last boundary now.
+func (w *txnWorker) due(flushWant int64) bool {
+	cfg := &w.s.cfg
+	if !w.open && w.unwritten() == 0 {
+		return true // nothing written: no Kafka transaction to end
+	}
+	if cfg.Boundary == BoundaryPoll || flushWant >= w.bSeq {
+		return true
+	}
+	age := time.Since(w.openedAt)
+	return age >= cfg.Interval || age >= cfg.Timeout/2
+}
+
+// add puts a record in its partition's batch, writing the batch once it is full.
+func (w *txnWorker) add(pe *pending) error {
+	tp, err := w.partition(pe)
+	if err != nil {
+		return err
+	}
+	b := w.batches[tp]
+	if b == nil {
+		if w.batches == nil {
+			w.batches = map[kafkabatch.TopicPartition]*txnBatch{}
+		}
+		b = &txnBatch{}
+		w.batches[tp] = b
+		w.order = append(w.order, tp)
+	}
+	limit := min(w.s.p.cfg.BatchBytes, w.s.p.cfg.MaxRequestSize) - batchOverhead
+	if len(b.recs) > 0 && b.bytes+pe.size > limit {
+		if err := w.produce(tp, b); err != nil {
+			return err
+		}
+	}
+	b.recs = append(b.recs, pe)
+	b.bytes += pe.size
+	return nil
+}
+
+// partition picks a record's partition as the at-least-once producer
+// does (Java's murmur2 of the key; a random one for a null key).
+func (w *txnWorker) partition(pe *pending) (kafkabatch.TopicPartition, error) {
+	if pe.partition >= 0 {
+		return kafkabatch.TopicPartition{Topic: pe.topic, Partition: pe.partition}, nil
+	}
+	n, err := w.partitions(pe.topic)
+	if err != nil {
+		return kafkabatch.TopicPartition{}, err
+	}
+	p := int(time.Now().UnixNano() % int64(n))
+	if pe.key != nil {
+		p = JavaPartition(pe.key, n, nil)
+	}
+	return kafkabatch.TopicPartition{Topic: pe.topic, Partition: p}, nil
+}
+
+func (w *txnWorker) partitions(topic string) (int, error) {
+	if tp, ok := w.parts[topic]; ok && time.Since(tp.at) < w.s.p.cfg.MetadataMaxAge {
+		return tp.n, nil
+	}
+	n, err := w.s.p.EnsureTopic(w.s.ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	w.parts[topic] = topicParts{n: n, at: time.Now()}
+	return n, nil
+}
+
+// produce writes one batch inside the transaction (opening it first) and
+// acknowledges its records.
+func (w *txnWorker) produce(tp kafkabatch.TopicPartition, b *txnBatch) error {
+	if !w.open {
+		if err := w.s.txn.Begin(); err != nil {
+			return err
+		}
+		w.open, w.openedAt = true, time.Now()
+	}
+	msgs := make([]kafkabatch.Message, len(b.recs))
+	for i, pe := range b.recs {
+		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli(), Headers: batchHeaders(pe.headers)}
+	}
+	if _, err := w.s.txn.Produce(w.s.ctx, tp, msgs); err != nil {
+		return err
+	}
+	w.written += len(b.recs)
+	for _, pe := range b.recs {
+		pe.onAck(nil)
+	}
+	b.recs, b.bytes = b.recs[:0], 0
+	return nil
+}
+
+func batchHeaders(hs []kafka.Header) []kafkabatch.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kafkabatch.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafkabatch.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+// unwritten counts the records in batches not yet written.
+func (w *txnWorker) unwritten() int {
+	n := 0
+	for _, b := range w.batches {
+		n += len(b.recs)
+	}
+	return n
+}
+
+// flushBatches writes every partition's batch.
+func (w *txnWorker) flushBatches() error {
+	for _, tp := range w.order {
+		if b := w.batches[tp]; len(b.recs) > 0 {
+			if err := w.produce(tp, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// commit writes the batches, the position record and commits.
+func (w *txnWorker) commit() error {
+	if err := w.flushBatches(); err != nil {
+		return err
+	}
+	seq, pos := w.bSeq, w.bPos
+	if !w.open {
+		w.bSeq, w.bPos = 0, 0
+		w.s.committedUpTo(seq, 0, 0)
+		return nil
+	}
+	if pos > 0 {
+		if err := w.position(pos); err != nil {
+			return err
+		}
+	}
+	if err := w.s.txn.Commit(w.s.ctx); err != nil {
+		return err
+	}
+	n := w.written
+	w.open, w.written, w.bSeq, w.bPos = false, 0, 0, 0
+	w.s.committedUpTo(seq, pos, n)
+	return nil
+}
+
+// position writes the offsets-topic record of pos inside the transaction.
+func (w *txnWorker) position(pos uint64) error {
+	o := w.s.offsets
+	n, err := w.partitions(o.topic)
+	if err != nil {
+		return err
+	}
+	v, err := o.value(Offset{LSN: pos, Time: time.Now()})
+	if err != nil {
+		return err
+	}
+	tp := kafkabatch.TopicPartition{Topic: o.topic, Partition: JavaPartition(o.key, n, nil)}
+	_, err = w.s.txn.Produce(w.s.ctx, tp, []kafkabatch.Message{{Key: o.key, Value: v, Timestamp: time.Now().UnixMilli()}})
+	return err
+}
+
+// failed ends the transaction after err: a fenced producer stops for
+// good; anything else is aborted (or, when the abort fails too, ended by
+// the next InitProducerId), and the session resumes from the last
+// committed position.
+func (w *txnWorker) failed(err error) {
+	var final error
+	if errors.Is(err, kafkabatch.ErrFenced) {
+		note := ""
+		if w.open && time.Since(w.openedAt) >= w.s.cfg.Timeout {
+			note = fmt.Sprintf(" (or the transaction was open %s, longer than transaction.timeout.ms %s, and the coordinator aborted it)",
+				time.Since(w.openedAt).Round(time.Millisecond), w.s.cfg.Timeout)
+		}
+		final = fmt.Errorf("exactly-once: fenced: another outboxrelay with transactional.id %q took over%s; this one stops: %w", w.s.cfg.TransactionalID, note, err)
+	} else {
+		if w.open {
+			ctx, cancel := context.WithTimeout(w.s.ctx, w.s.cfg.Timeout)
+			if aerr := w.s.txn.Abort(ctx); aerr != nil {
+				w.needInit = true
+				w.s.log.Warn("aborting the Kafka transaction failed; the next InitProducerId ends it", "err", aerr)
+			}
+			cancel()
+			w.open = false
+		}
+		final = fmt.Errorf("%w: %w", ErrTxnAborted, err)
+	}
+	w.s.log.Warn("exactly-once: Kafka transaction failed", "err", err, "records_in_it", w.written)
+	w.drop(final)
+	w.s.fail(final)
+}
+
+// drop gives err to every record the worker holds and forgets the
+// transaction's contents (the transaction itself is ended by the caller).
+func (w *txnWorker) drop(err error) {
+	for _, tp := range w.order {
+		for _, pe := range w.batches[tp].recs {
+			pe.onAck(err)
+		}
+	}
+	for _, it := range w.carry {
+		if it.rec != nil {
+			it.rec.onAck(err)
+		}
+	}
+	clear(w.batches)
+	w.order, w.carry, w.written, w.bSeq, w.bPos = w.order[:0], nil, 0, 0, 0
+}
+
+// reset ends what a previous session left open and gets a producer id
+// when asked (the first start) or needed (an abort that failed).
+func (w *txnWorker) reset(ctx context.Context, init bool) error {
+	if w.open {
+		if err := w.s.txn.Abort(ctx); err != nil {
+			if errors.Is(err, kafkabatch.ErrFenced) {
+				return err
+			}
+			w.needInit = true
+		}
+		w.open = false
+	}
+	if init || w.needInit {
+		if err := w.s.txn.Init(ctx); err != nil {
+			return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
+		}
+		w.needInit = false
+	}
+	return nil
+}
