@@ -82,7 +82,9 @@ func (t *TxnSink) Save(_ context.Context, _ pglogrepl.LSN, ack func(error)) erro
 }
 
 // Where names the offsets topic.
-func (t *TxnSink) Where() string { return "offsets topic " + t.S.Offsets().Topic() + " (read_committed)" }
+func (t *TxnSink) Where() string {
+	return "offsets topic " + t.S.Offsets().Topic() + " (read_committed)"
+}
 
 // Forget says how to delete the recorded position.
 func (t *TxnSink) Forget() string {
