@@ -289,8 +289,11 @@ func (s *TxnSink) take(wait time.Duration) ([]txnItem, int64, bool) {
 		timer = t.C
 	}
 	for {
+		if s.ctx.Err() != nil {
+			return nil, 0, false
+		}
 		s.mu.Lock()
-		if len(s.queue) > 0 || s.flushWant > s.committed {
+		if len(s.queue) > 0 || s.flushWant > s.committed && s.broken == nil {
 			items, fw := s.queue, s.flushWant
 			s.queue = nil
 			s.mu.Unlock()
