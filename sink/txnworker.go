@@ -81,7 +81,7 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 	if w.bSeq > 0 {
 		commit := w.commit
 		if !w.due(flushWant) {
-			commit = w.flushBatches // opens the transaction: its interval runs
+			commit = func() error { return w.flushBatches() } // opens the transaction: its interval runs
 		}
 		if err := commit(); err != nil {
 			w.carry = tail
@@ -182,11 +182,8 @@ func (w *txnWorker) partitions(topic string) (int, error) {
 // produce writes one batch inside the transaction (opening it first) and
 // acknowledges its records.
 func (w *txnWorker) produce(tp kafkabatch.TopicPartition, b *txnBatch) error {
-	if !w.open {
-		if err := w.s.txn.Begin(); err != nil {
-			return err
-		}
-		w.open, w.openedAt = true, time.Now()
+	if err := w.begin(); err != nil {
+		return err
 	}
 	msgs := make([]kafkabatch.Message, len(b.recs))
 	for i, pe := range b.recs {
@@ -223,8 +220,35 @@ func (w *txnWorker) unwritten() int {
 	return n
 }
 
-// flushBatches writes every partition's batch.
-func (w *txnWorker) flushBatches() error {
+func (w *txnWorker) begin() error {
+	if w.open {
+		return nil
+	}
+	if err := w.s.txn.Begin(); err != nil {
+		return err
+	}
+	w.open, w.openedAt = true, time.Now()
+	return nil
+}
+
+// flushBatches writes every partition's batch, adding their partitions
+// (and extra) to the transaction in one request first.
+func (w *txnWorker) flushBatches(extra ...kafkabatch.TopicPartition) error {
+	tps := extra
+	for _, tp := range w.order {
+		if len(w.batches[tp].recs) > 0 {
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	if err := w.begin(); err != nil {
+		return err
+	}
+	if err := w.s.txn.AddPartitions(w.s.ctx, tps); err != nil {
+		return err
+	}
 	for _, tp := range w.order {
 		if b := w.batches[tp]; len(b.recs) > 0 {
 			if err := w.produce(tp, b); err != nil {
@@ -237,10 +261,18 @@ func (w *txnWorker) flushBatches() error {
 
 // commit writes the batches, the position record and commits.
 func (w *txnWorker) commit() error {
-	if err := w.flushBatches(); err != nil {
+	seq, pos := w.bSeq, w.bPos
+	var extra []kafkabatch.TopicPartition
+	if pos > 0 && (w.open || w.unwritten() > 0) {
+		tp, err := w.positionPartition()
+		if err != nil {
+			return err
+		}
+		extra = append(extra, tp)
+	}
+	if err := w.flushBatches(extra...); err != nil {
 		return err
 	}
-	seq, pos := w.bSeq, w.bPos
 	if !w.open {
 		w.bSeq, w.bPos = 0, 0
 		w.s.committedUpTo(seq, 0, 0)
@@ -263,7 +295,7 @@ func (w *txnWorker) commit() error {
 // position writes the offsets-topic record of pos inside the transaction.
 func (w *txnWorker) position(pos uint64) error {
 	o := w.s.offsets
-	n, err := w.partitions(o.topic)
+	tp, err := w.positionPartition()
 	if err != nil {
 		return err
 	}
@@ -271,7 +303,6 @@ func (w *txnWorker) position(pos uint64) error {
 	if err != nil {
 		return err
 	}
-	tp := kafkabatch.TopicPartition{Topic: o.topic, Partition: JavaPartition(o.key, n, nil)}
 	_, err = w.s.txn.Produce(w.s.ctx, tp, []kafkabatch.Message{{Key: o.key, Value: v, Timestamp: time.Now().UnixMilli()}})
 	return err
 }
@@ -342,4 +373,14 @@ func (w *txnWorker) reset(ctx context.Context, init bool) error {
 		w.needInit = false
 	}
 	return nil
+}
+
+// positionPartition is the offsets topic's partition of the position record.
+func (w *txnWorker) positionPartition() (kafkabatch.TopicPartition, error) {
+	o := w.s.offsets
+	n, err := w.partitions(o.topic)
+	if err != nil {
+		return kafkabatch.TopicPartition{}, err
+	}
+	return kafkabatch.TopicPartition{Topic: o.topic, Partition: JavaPartition(o.key, n, nil)}, nil
 }
