@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -90,6 +91,9 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	r := &relay{opt: opt, budget: budget}
 	defer opt.Source.Close()
+	if c, ok := opt.Sink.(io.Closer); ok {
+		defer c.Close() // the transactional sink aborts an open transaction
+	}
 	defer r.state(StateStopped)
 	return r.retry(ctx)
 }

@@ -16,7 +16,7 @@ import (
 var (
 	// ErrTxnFenced: another producer with the same transactional.id took
 	// over (InitProducerId since ours): this instance must stop.
-	ErrTxnFenced = kafkabatch.ErrFenced
+	ErrTxnFenced = errors.New("sink: fenced by a newer producer with the same transactional.id")
 	// ErrTxnAborted: the Kafka transaction was aborted (a sequence the
 	// broker refused, an unknown producer id, a commit whose answer never
 	// came, ...). Nothing of it is visible to read_committed readers;

@@ -319,7 +319,7 @@ func (w *txnWorker) failed(err error) {
 			note = fmt.Sprintf(" (or the transaction was open %s, longer than transaction.timeout.ms %s, and the coordinator aborted it)",
 				time.Since(w.openedAt).Round(time.Millisecond), w.s.cfg.Timeout)
 		}
-		final = fmt.Errorf("exactly-once: fenced: another outboxrelay with transactional.id %q took over%s; this one stops: %w", w.s.cfg.TransactionalID, note, err)
+		final = fmt.Errorf("exactly-once: fenced: another outboxrelay with transactional.id %q took over%s; this one stops: %w: %w", w.s.cfg.TransactionalID, note, ErrTxnFenced, err)
 	} else {
 		if w.open {
 			ctx, cancel := context.WithTimeout(w.s.ctx, w.s.cfg.Timeout)
@@ -360,7 +360,7 @@ func (w *txnWorker) reset(ctx context.Context, init bool) error {
 	if w.open {
 		if err := w.s.txn.Abort(ctx); err != nil {
 			if errors.Is(err, kafkabatch.ErrFenced) {
-				return err
+				return fmt.Errorf("exactly-once: %w: %w", ErrTxnFenced, err)
 			}
 			w.needInit = true
 		}
@@ -368,6 +368,9 @@ func (w *txnWorker) reset(ctx context.Context, init bool) error {
 	}
 	if init || w.needInit {
 		if err := w.s.txn.Init(ctx); err != nil {
+			if errors.Is(err, kafkabatch.ErrFenced) {
+				err = fmt.Errorf("%w: %w", ErrTxnFenced, err)
+			}
 			return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
 		}
 		w.needInit = false

@@ -168,9 +168,6 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 
-	if c, ok := opt.Sink.(io.Closer); ok {
-		defer c.Close() // before the producer's Close: it aborts an open transaction
-	}
 	log.Info("starting", "connector", cfg.Name, "version", version())
 	err = relay.Run(ctx, opt)
 	if err != nil {
