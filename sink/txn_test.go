@@ -121,3 +121,47 @@ func TestTxnSinkOnBed(t *testing.T) {
 		t.Fatalf("LoadCommitted: %+v, %v; want 0x300", pos, err)
 	}
 }
+
+// TestTxnSinkIntervalBoundary: with transaction.boundary=interval a
+// transaction commits once the interval since it opened passed, at the
+// last boundary, without more records coming.
+func TestTxnSinkIntervalBoundary(t *testing.T) {
+	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
+	cfg := fastConfig(brokers...)
+	cfg.TopicPartitions, cfg.TopicReplicationFactor = 1, -1
+	p := newTestProducer(t, cfg)
+	suffix := time.Now().UnixNano()
+	topic, id := fmt.Sprintf("txn-interval-%d", suffix), fmt.Sprintf("txn-interval-test-%d", suffix)
+	s, err := NewTxnSink(p, TxnConfig{TransactionalID: id, Timeout: 30 * time.Second, Boundary: BoundaryInterval, Interval: 500 * time.Millisecond,
+		OffsetsTopic: "txn-offsets-" + id, Connector: id, Server: "srv", OffsetsReplication: -1}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := newAcks()
+	if err := s.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte("a"), EventID: "a"}, a.cb("a")); err != nil {
+		t.Fatal(err)
+	}
+	s.Boundary(0x10)
+	start := time.Now()
+	for {
+		if pos, all := s.Committed(); all && pos == 0x10 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("not committed 10 s after the boundary")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("committed %s after the boundary; want about the 500 ms interval", took)
+	}
+	if got := waitCommitted(t, p, topic, "a"); got != "a" {
+		t.Fatalf("read_committed sees %q; want a", got)
+	}
+}

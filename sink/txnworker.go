@@ -120,6 +120,9 @@ func (w *txnWorker) due(flushWant int64) bool {
 	if cfg.Boundary == BoundaryPoll || flushWant >= w.bSeq {
 		return true
 	}
+	if !w.open {
+		return false // its interval starts when it opens
+	}
 	age := time.Since(w.openedAt)
 	return age >= cfg.Interval || age >= cfg.Timeout/2
 }
