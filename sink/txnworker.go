@@ -66,10 +66,10 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 			last = i
 		}
 	}
-	for _, it := range items[:last+1] {
+	for i, it := range items[:last+1] {
 		if it.rec != nil {
 			if err := w.add(it.rec); err != nil {
-				w.carry = nil
+				w.carry = items[i:] // not in a batch: drop acknowledges them
 				return err
 			}
 			continue
@@ -104,7 +104,7 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 	}
 	for i, it := range tail {
 		if err := w.add(it.rec); err != nil {
-			w.carry = tail[i+1:]
+			w.carry = tail[i:]
 			return err
 		}
 	}
