@@ -316,8 +316,11 @@ func (s *TxnSink) work() {
 	defer close(s.done)
 	for {
 		s.workMu.Lock()
-		wait := s.w.wait()
+		wait, linger := s.w.wait(), s.w.linger()
 		s.workMu.Unlock()
+		if linger > 0 && !s.sleep(linger) {
+			return
+		}
 		items, flushWant, ok := s.take(wait)
 		if !ok {
 			return
@@ -335,6 +338,18 @@ func (s *TxnSink) work() {
 			}
 		}
 		s.workMu.Unlock()
+	}
+}
+
+// sleep waits d, or until the sink closes (false).
+func (s *TxnSink) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
 	}
 }
 

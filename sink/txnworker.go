@@ -33,6 +33,7 @@ type txnWorker struct {
 	bSeq     int64                       // the last boundary in the transaction, not committed; 0: none
 	bPos     uint64                      // the last position among its boundaries
 	carry    []txnItem                   // records after the last boundary, held back
+	lastEnd  time.Time                   // when the last transaction committed
 	needInit bool                        // an abort failed: InitProducerId ends the transaction
 }
 
@@ -53,6 +54,19 @@ func (w *txnWorker) wait() time.Duration {
 		return 0
 	}
 	return max(time.Millisecond, w.s.cfg.Interval-time.Since(w.openedAt))
+}
+
+// linger is how long the worker waits after a commit before it takes
+// what is queued: linger.ms, as a producer batches. Under load each Kafka
+// transaction then carries more PostgreSQL transactions (its requests
+// cost CPU per transaction, not per record), and the coordinator has
+// written the last one's markers, which AddPartitionsToTxn otherwise
+// waits for (CONCURRENT_TRANSACTIONS).
+func (w *txnWorker) linger() time.Duration {
+	if w.lastEnd.IsZero() || w.s.cfg.Boundary != BoundaryPoll {
+		return 0
+	}
+	return w.s.p.cfg.Linger - time.Since(w.lastEnd)
 }
 
 // round adds what was queued to the transaction, up to the last boundary;
@@ -290,7 +304,7 @@ func (w *txnWorker) commit() error {
 		return err
 	}
 	n := w.written
-	w.open, w.written, w.bSeq, w.bPos = false, 0, 0, 0
+	w.open, w.written, w.bSeq, w.bPos, w.lastEnd = false, 0, 0, 0, time.Now()
 	w.s.committedUpTo(seq, pos, n)
 	return nil
 }
