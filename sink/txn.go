@@ -56,8 +56,10 @@ type TxnSink struct {
 	p       *Producer
 	cfg     TxnConfig
 	log     *slog.Logger
-	txn     *kafkabatch.TxnProducer
+	txn     txnProducer
 	offsets *Offsets
+	// load reads the last committed position back (offsets.LoadCommitted).
+	load func(context.Context) (Offset, bool, error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -78,6 +80,17 @@ type TxnSink struct {
 	w txnWorker // the worker's own state; under workMu
 	// workMu is held by the worker during a round and by Start.
 	workMu sync.Mutex
+}
+
+// txnProducer is what the worker needs of kafkabatch.TxnProducer (a fake
+// in the unit tests).
+type txnProducer interface {
+	Init(ctx context.Context) error
+	Begin() error
+	Produce(ctx context.Context, tp kafkabatch.TopicPartition, msgs []kafkabatch.Message) (int64, error)
+	AddPartitions(ctx context.Context, tps []kafkabatch.TopicPartition) error
+	Commit(ctx context.Context) error
+	Abort(ctx context.Context) error
 }
 
 type txnItem struct {
@@ -114,6 +127,7 @@ func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) 
 	s := &TxnSink{p: p, cfg: cfg, log: log.With("component", "txn-sink", "transactional_id", cfg.TransactionalID), txn: txn,
 		offsets: p.Offsets(cfg.OffsetsTopic, cfg.Connector, cfg.Server, cfg.OffsetsReplication),
 		ctx:     ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	s.load = s.offsets.LoadCommitted
 	s.w = txnWorker{s: s, parts: map[string]topicParts{}}
 	go s.work()
 	return s, nil
@@ -237,7 +251,7 @@ func (s *TxnSink) Start(ctx context.Context) (Offset, bool, error) {
 	if err := s.w.reset(ctx, !inited); err != nil {
 		return Offset{}, false, err
 	}
-	pos, found, err := s.offsets.LoadCommitted(ctx)
+	pos, found, err := s.load(ctx)
 	if err != nil {
 		return Offset{}, false, err
 	}
