@@ -76,6 +76,7 @@ type TxnSink struct {
 	pending    int // records sent and not committed
 	broken     error
 	inited     bool
+	gen        int64 // the session: Start increments it; take returns it with its items
 
 	w txnWorker // the worker's own state; under workMu
 	// workMu is held by the worker during a round and by Start.
@@ -231,7 +232,13 @@ func (s *TxnSink) notifyLocked() {
 func (s *TxnSink) Start(ctx context.Context) (Offset, bool, error) {
 	s.workMu.Lock()
 	defer s.workMu.Unlock()
+	return s.startLocked(ctx)
+}
+
+// startLocked is Start, with workMu held.
+func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
 	s.mu.Lock()
+	s.gen++ // what the worker took before this belongs to the last session
 	if errors.Is(s.broken, ErrTxnFenced) {
 		err := s.broken
 		s.mu.Unlock()
@@ -294,8 +301,9 @@ func (s *TxnSink) fail(err error) {
 	}
 }
 
-// take waits for queued items, or until wait passes when wait > 0.
-func (s *TxnSink) take(wait time.Duration) ([]txnItem, int64, bool) {
+// take waits for queued items, or until wait passes when wait > 0. It
+// returns them with the flush wanted and the session they belong to.
+func (s *TxnSink) take(wait time.Duration) ([]txnItem, int64, int64, bool) {
 	var timer <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -304,23 +312,24 @@ func (s *TxnSink) take(wait time.Duration) ([]txnItem, int64, bool) {
 	}
 	for {
 		if s.ctx.Err() != nil {
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 		s.mu.Lock()
+		gen := s.gen
 		if len(s.queue) > 0 || s.flushWant > s.committed && s.broken == nil {
 			items, fw := s.queue, s.flushWant
 			s.queue = nil
 			s.mu.Unlock()
-			return items, fw, true
+			return items, fw, gen, true
 		}
 		fw := s.flushWant
 		s.mu.Unlock()
 		select {
 		case <-s.wake:
 		case <-timer:
-			return nil, fw, true
+			return nil, fw, gen, true
 		case <-s.ctx.Done():
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 	}
 }
@@ -335,24 +344,43 @@ func (s *TxnSink) work() {
 		if linger > 0 && !s.sleep(linger) {
 			return
 		}
-		items, flushWant, ok := s.take(wait)
+		items, flushWant, gen, ok := s.take(wait)
 		if !ok {
 			return
 		}
 		s.workMu.Lock()
-		if s.Err() == nil {
-			if err := s.w.round(items, flushWant); err != nil {
-				s.w.failed(err)
-			}
-		} else {
-			for _, it := range items {
-				if it.rec != nil {
-					it.rec.onAck(s.Err())
-				}
-			}
-		}
+		s.step(items, flushWant, gen)
 		s.workMu.Unlock()
 	}
+}
+
+// step runs one round on what take returned, with workMu held; items of
+// an earlier session (or a failed sink) are acknowledged with the reason.
+func (s *TxnSink) step(items []txnItem, flushWant, gen int64) {
+	if err := s.stale(gen); err != nil {
+		for _, it := range items {
+			if it.rec != nil {
+				it.rec.onAck(err)
+			}
+		}
+	} else if err := s.w.round(items, flushWant); err != nil {
+		s.w.failed(err)
+	}
+}
+
+// stale says why items taken in session gen may not join a transaction:
+// the sink failed, or a Start began another session since (it aborted
+// the last one's records, and its position does not cover them).
+func (s *TxnSink) stale(gen int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return s.broken
+	}
+	if gen != s.gen {
+		return ErrTxnAborted
+	}
+	return nil
 }
 
 // sleep waits d, or until the sink closes (false).

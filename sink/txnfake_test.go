@@ -1,0 +1,182 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+)
+
+// fakeTxn is a txnProducer without a broker: it keeps the values of the
+// open transaction and of the committed ones, and fails a call when told.
+type fakeTxn struct {
+	mu        sync.Mutex
+	open      []string
+	committed []string
+	inits     int
+	failNext  error // the next Produce, AddPartitions or Commit returns it
+	block     chan struct{}
+}
+
+func (f *fakeTxn) Init(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inits++
+	f.open = nil
+	return nil
+}
+
+func (f *fakeTxn) Begin() error { return nil }
+
+func (f *fakeTxn) takeFail() error {
+	err := f.failNext
+	f.failNext = nil
+	return err
+}
+
+func (f *fakeTxn) Produce(ctx context.Context, tp kafkabatch.TopicPartition, msgs []kafkabatch.Message) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.takeFail(); err != nil {
+		return 0, err
+	}
+	for _, m := range msgs {
+		if tp.Topic != "offsets" {
+			f.open = append(f.open, string(m.Value))
+		}
+	}
+	return 0, nil
+}
+
+func (f *fakeTxn) AddPartitions(ctx context.Context, tps []kafkabatch.TopicPartition) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.takeFail()
+}
+
+func (f *fakeTxn) Commit(ctx context.Context) error {
+	f.mu.Lock()
+	block := f.block
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.takeFail(); err != nil {
+		return err
+	}
+	f.committed = append(f.committed, f.open...)
+	f.open = nil
+	return nil
+}
+
+func (f *fakeTxn) Abort(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.open = nil
+	return nil
+}
+
+func (f *fakeTxn) values() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.committed...)
+}
+
+// newFakeTxnSink is a TxnSink on f, with a stored position of pos.
+func newFakeTxnSink(t *testing.T, f *fakeTxn, cfg TxnConfig) *TxnSink {
+	return newFakeTxnSinkWorker(t, f, cfg, true)
+}
+
+func newFakeTxnSinkWorker(t *testing.T, f *fakeTxn, cfg TxnConfig, worker bool) *TxnSink {
+	t.Helper()
+	if cfg.Boundary == "" {
+		cfg.Boundary = BoundaryPoll
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	p := &Producer{cfg: Config{Linger: time.Millisecond, BatchBytes: DefaultBatchBytes, MaxRequestSize: DefaultMaxRequestSize, MetadataMaxAge: time.Hour}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &TxnSink{p: p, cfg: cfg, log: testLogger(t), txn: f, offsets: &Offsets{p: p, topic: "offsets", key: []byte(`["c",{"server":"s"}]`)},
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	s.load = func(context.Context) (Offset, bool, error) { return Offset{}, false, nil }
+	s.w = txnWorker{s: s, parts: map[string]topicParts{"offsets": {n: 1, at: time.Now()}, "t": {n: 1, at: time.Now()}}}
+	if worker {
+		go s.work()
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sendValue sends a record with value v to topic t, partition 0, and
+// returns a channel with its ack.
+func sendValue(t *testing.T, s *TxnSink, v string) chan error {
+	t.Helper()
+	ch := make(chan error, 1)
+	if err := s.Send(context.Background(), Record{Topic: "t", Partition: 0, Value: []byte(v), Timestamp: time.Now()}, func(err error) { ch <- err }); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func waitAck(t *testing.T, ch chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("no ack in 5 s")
+		return nil
+	}
+}
+
+// Regression (review of issue 17, finding 1): the worker took a session's
+// records, then Start began the next session before the worker locked
+// workMu, and the worker committed the old session's records in the new
+// one (a duplicate: the new session sends them again) and pending went
+// negative (Committed said "all" while records were uncommitted).
+func TestTxnSinkStaleRoundAfterStart(t *testing.T) {
+	f := &fakeTxn{}
+	s := newFakeTxnSinkWorker(t, f, TxnConfig{}, false) // this test plays the worker's first step
+	if _, _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	old := sendValue(t, s, "old")
+	items, flushWant, gen, _ := s.take(0)                       // the worker took the old session's record...
+	if _, _, err := s.Start(context.Background()); err != nil { // ...and the next session starts
+		t.Fatal(err)
+	}
+	s.workMu.Lock()
+	s.step(items, flushWant, gen)
+	s.workMu.Unlock()
+	go s.work()
+	if err := waitAck(t, old); !errors.Is(err, ErrTxnAborted) {
+		t.Fatalf("the old session's record: ack %v, want ErrTxnAborted", err)
+	}
+	newer := sendValue(t, s, "new")
+	s.Boundary(100)
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitAck(t, newer); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.values(); len(got) != 1 || got[0] != "new" {
+		t.Fatalf("committed %q, want only the new session's record", got)
+	}
+	s.mu.Lock()
+	pending := s.pending
+	s.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("pending = %d after everything committed, want 0", pending)
+	}
+}
