@@ -127,6 +127,18 @@ func (s *session) skipCommitted(ev *capture.Event) bool {
 	return s.txs != nil && !ev.Snapshot && ev.LSN < s.known.Recorded
 }
 
+// allCommitted says whether Kafka committed every record sent (always,
+// without a transactional sink, where an ack is the commit): a slot is
+// dropped on stop only then, because the open Kafka transaction is
+// aborted when the sink closes.
+func (s *session) allCommitted() bool {
+	if s.txs == nil {
+		return true
+	}
+	_, all := s.txs.Committed()
+	return all
+}
+
 // Close aborts an open Kafka transaction and stops the sink.
 func (t *TxnSink) Close() error { return t.S.Close() }
 

@@ -113,6 +113,25 @@ func TestConfirmsOnlyWhatKafkaCommitted(t *testing.T) {
 	}
 }
 
+// Regression (review of issue 17, finding 2): an orderly stop counted as
+// complete (so slot.drop.on.stop dropped the slot) as soon as every record
+// was written inside the open Kafka transaction, which Close then aborted:
+// those events were in neither Kafka nor the slot.
+func TestStopIncompleteWhileKafkaUncommitted(t *testing.T) {
+	st := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"))...)
+	ts := &txnFake{}
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
+	opt.Positions = ts
+	stop := runAsync(t, opt)
+	waitUntil(t, "the record sent", func() bool { s, _ := ts.state(); return len(s) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st.clean {
+		t.Fatal("the stop was reported orderly and complete while the Kafka transaction was not committed")
+	}
+}
+
 // TestSkipsWhatKafkaCommitted: after a restart the stream starts from the
 // slot, behind the position the last Kafka transaction recorded; the
 // transactions at or below it are skipped, not sent again, and later

@@ -326,7 +326,7 @@ func (s *session) finish(stop context.Context, cause error, stopRecording func(c
 		s.tx = nil
 	}
 	orderly := stop.Err() != nil && (cause == nil || errors.Is(cause, context.Canceled))
-	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.ck.InFlight() == 0}
+	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.ck.InFlight() == 0 && s.allCommitted()}
 	// Its own time: a slow Kafka above must not cost the final status
 	// update, or a restart sends again what Kafka has.
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
