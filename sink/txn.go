@@ -75,7 +75,6 @@ type TxnSink struct {
 	pos        uint64
 	pending    int // records sent and not committed
 	broken     error
-	inited     bool
 	gen        int64 // the session: Start increments it; take returns it with its items
 
 	w txnWorker // the worker's own state; under workMu
@@ -226,9 +225,10 @@ func (s *TxnSink) notifyLocked() {
 
 // Start begins a session: it drops what a failed or stopped session left
 // (aborting its open transaction), gets the producer id and epoch
-// (InitProducerId: fencing an older instance and aborting its open
-// transaction) when needed, and reads back, read_committed, the last
-// committed position. A fenced sink stays fenced.
+// (InitProducerId, at every session: each is a takeover, fencing an older
+// instance and ending any transaction open at the coordinator, as
+// Connect's tasks call initTransactions at every start), and reads back,
+// read_committed, the last committed position. A fenced sink stays fenced.
 func (s *TxnSink) Start(ctx context.Context) (Offset, bool, error) {
 	s.workMu.Lock()
 	defer s.workMu.Unlock()
@@ -247,7 +247,6 @@ func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
 	queued := s.queue
 	s.queue, s.pending = nil, 0
 	s.committed, s.flushWant = s.boundaries, s.boundaries
-	inited := s.inited
 	s.mu.Unlock()
 	for _, it := range queued {
 		if it.rec != nil {
@@ -255,7 +254,7 @@ func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
 		}
 	}
 	s.w.drop(ErrTxnAborted)
-	if err := s.w.reset(ctx, !inited); err != nil {
+	if err := s.w.reset(ctx); err != nil {
 		return Offset{}, false, err
 	}
 	pos, found, err := s.load(ctx)
@@ -263,7 +262,7 @@ func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
 		return Offset{}, false, err
 	}
 	s.mu.Lock()
-	s.inited, s.broken, s.pos = true, nil, pos.LSN
+	s.broken, s.pos = nil, pos.LSN
 	s.mu.Unlock()
 	return pos, found, nil
 }

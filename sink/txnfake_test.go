@@ -180,3 +180,23 @@ func TestTxnSinkStaleRoundAfterStart(t *testing.T) {
 		t.Fatalf("pending = %d after everything committed, want 0", pending)
 	}
 }
+
+// Regression (review of issue 17, finding 3): Start called InitProducerId
+// only once per process, so an instance that was standby while another
+// took over (bumping the epoch) resumed with its old epoch and stopped as
+// fenced at its first write.
+func TestTxnSinkInitEveryStart(t *testing.T) {
+	f := &fakeTxn{}
+	s := newFakeTxnSink(t, f, TxnConfig{})
+	for range 2 {
+		if _, _, err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	inits := f.inits
+	f.mu.Unlock()
+	if inits != 2 {
+		t.Fatalf("InitProducerId called %d times in two sessions, want 2", inits)
+	}
+}

@@ -34,7 +34,6 @@ type txnWorker struct {
 	bPos     uint64                      // the last position among its boundaries
 	carry    []txnItem                   // records after the last boundary, held back
 	lastEnd  time.Time                   // when the last transaction committed
-	needInit bool                        // an abort failed: InitProducerId ends the transaction
 }
 
 type txnBatch struct {
@@ -341,7 +340,6 @@ func (w *txnWorker) failed(err error) {
 		if w.open {
 			ctx, cancel := context.WithTimeout(w.s.ctx, w.s.cfg.Timeout)
 			if aerr := w.s.txn.Abort(ctx); aerr != nil {
-				w.needInit = true
 				w.s.log.Warn("aborting the Kafka transaction failed; the next InitProducerId ends it", "err", aerr)
 			}
 			cancel()
@@ -371,26 +369,21 @@ func (w *txnWorker) drop(err error) {
 	w.order, w.carry, w.written, w.bSeq, w.bPos = w.order[:0], nil, 0, 0, 0
 }
 
-// reset ends what a previous session left open and gets a producer id
-// when asked (the first start) or needed (an abort that failed).
-func (w *txnWorker) reset(ctx context.Context, init bool) error {
+// reset ends what a previous session left open and gets a new epoch
+// (InitProducerId): an instance that was standby while another took over
+// resumes with a current epoch instead of being fenced at its first write.
+func (w *txnWorker) reset(ctx context.Context) error {
 	if w.open {
-		if err := w.s.txn.Abort(ctx); err != nil {
-			if errors.Is(err, kafkabatch.ErrFenced) {
-				return fmt.Errorf("exactly-once: %w: %w", ErrTxnFenced, err)
-			}
-			w.needInit = true
+		if err := w.s.txn.Abort(ctx); err != nil && errors.Is(err, kafkabatch.ErrFenced) {
+			return fmt.Errorf("exactly-once: %w: %w", ErrTxnFenced, err)
 		}
 		w.open = false
 	}
-	if init || w.needInit {
-		if err := w.s.txn.Init(ctx); err != nil {
-			if errors.Is(err, kafkabatch.ErrFenced) {
-				err = fmt.Errorf("%w: %w", ErrTxnFenced, err)
-			}
-			return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
+	if err := w.s.txn.Init(ctx); err != nil {
+		if errors.Is(err, kafkabatch.ErrFenced) {
+			err = fmt.Errorf("%w: %w", ErrTxnFenced, err)
 		}
-		w.needInit = false
+		return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
 	}
 	return nil
 }
