@@ -68,6 +68,9 @@ type Options struct {
 	RecordEvery time.Duration
 }
 
+// DefaultMaxInFlightRecords is Options.MaxInFlightRecords's default.
+const DefaultMaxInFlightRecords = 10000
+
 // drainLimit bounds how long a stop waits for the transaction being read
 // to end (see session.loop).
 const drainLimit = 10 * time.Second
@@ -81,7 +84,7 @@ func Run(ctx context.Context, opt Options) error {
 	if opt.Source == nil || opt.Router == nil || opt.Sink == nil || opt.Log == nil {
 		return errors.New("relay.Run: Source, Router, Sink and Log are required")
 	}
-	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, 10000)
+	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, DefaultMaxInFlightRecords)
 	opt.MaxInFlightBytes = cmp(opt.MaxInFlightBytes, 64<<20)
 	opt.RetryWait = cmp(opt.RetryWait, 10*time.Second)
 	opt.RecordEvery = cmp(opt.RecordEvery, time.Second)

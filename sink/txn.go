@@ -39,6 +39,11 @@ type TxnConfig struct {
 	// Offsets is where each transaction records its last commit position.
 	OffsetsTopic, Connector, Server string
 	OffsetsReplication              int
+	// CarryRecords and CarryBytes bound the records after the last
+	// boundary held back unacknowledged (default 5,000 and 1 MiB of
+	// recordSize): set them to half of the caller's in-flight budget, or a
+	// PostgreSQL transaction larger than the budget never finishes.
+	CarryRecords, CarryBytes int
 }
 
 // TxnSink writes records in Kafka transactions (exactly-once): each Kafka
@@ -122,6 +127,12 @@ func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) 
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.CarryRecords <= 0 {
+		cfg.CarryRecords = 5000
+	}
+	if cfg.CarryBytes <= 0 {
+		cfg.CarryBytes = carryLimit
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &TxnSink{p: p, cfg: cfg, log: log.With("component", "txn-sink", "transactional_id", cfg.TransactionalID), txn: txn,

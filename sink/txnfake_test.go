@@ -1,8 +1,10 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +106,7 @@ func newFakeTxnSinkWorker(t *testing.T, f *fakeTxn, cfg TxnConfig, worker bool) 
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	cfg.CarryRecords, cfg.CarryBytes = cmp.Or(cfg.CarryRecords, 5000), cmp.Or(cfg.CarryBytes, carryLimit)
 	p := &Producer{cfg: Config{Linger: time.Millisecond, BatchBytes: DefaultBatchBytes, MaxRequestSize: DefaultMaxRequestSize, MetadataMaxAge: time.Hour}}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &TxnSink{p: p, cfg: cfg, log: testLogger(t), txn: f, offsets: &Offsets{p: p, topic: "offsets", key: []byte(`["c",{"server":"s"}]`)},
@@ -198,5 +201,37 @@ func TestTxnSinkInitEveryStart(t *testing.T) {
 	f.mu.Unlock()
 	if inits != 2 {
 		t.Fatalf("InitProducerId called %d times in two sessions, want 2", inits)
+	}
+}
+
+// Regression (review of issue 17, finding 4): the records after the last
+// boundary were held back unacknowledged until 1 MiB, whatever the
+// caller's in-flight budget; a PostgreSQL transaction larger than the
+// budget filled it, the caller stopped sending and the worker waited for
+// the rest of the transaction forever. Here the caller's budget is 10
+// records (as relay.Budget blocks Send), the transaction has 50.
+func TestTxnSinkTransactionLargerThanBudget(t *testing.T) {
+	f := &fakeTxn{}
+	s := newFakeTxnSink(t, f, TxnConfig{CarryRecords: 5, CarryBytes: 1 << 20})
+	if _, _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	budget := make(chan struct{}, 10)
+	for i := range 50 {
+		select {
+		case budget <- struct{}{}:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("record %d of the transaction: the budget stayed full for 5 s", i)
+		}
+		if err := s.Send(context.Background(), Record{Topic: "t", Partition: 0, Value: []byte(fmt.Sprint(i)), Timestamp: time.Now()}, func(error) { <-budget }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Boundary(100)
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(f.values()); got != 50 {
+		t.Fatalf("committed %d records, want the transaction's 50", got)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
-// carryLimit bounds the records after the last boundary that the worker
+// carryLimit is the default of TxnConfig.CarryBytes, which with
+// CarryRecords bounds the records after the last boundary that the worker
 // holds back (they may not join a transaction that commits before their
 // PostgreSQL transaction ends). Past it they are written into the open
 // transaction at once (after committing what came before, if that was
@@ -105,7 +106,7 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 	for _, it := range tail {
 		bytes += it.rec.size
 	}
-	if bytes < carryLimit {
+	if bytes < w.s.cfg.CarryBytes && len(tail) < w.s.cfg.CarryRecords {
 		w.carry = tail
 		return nil
 	}

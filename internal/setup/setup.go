@@ -165,5 +165,8 @@ func (s *Setup) Positions(p *sink.Producer) relay.KafkaPositions {
 func (s *Setup) TxnSink(p *sink.Producer, log *slog.Logger) (*sink.TxnSink, error) {
 	e, o := s.ExactlyOnce, s.Offsets
 	return sink.NewTxnSink(p, sink.TxnConfig{TransactionalID: e.TransactionalID, Timeout: e.Timeout, Boundary: e.Boundary, Interval: e.Interval,
-		OffsetsTopic: o.Topic, Connector: o.Connector, Server: s.Postgres.TopicPrefix, OffsetsReplication: o.Replication}, log)
+		OffsetsTopic: o.Topic, Connector: o.Connector, Server: s.Postgres.TopicPrefix, OffsetsReplication: o.Replication,
+		// Half of the relay's in-flight budget (relay.Options in main), so
+		// that a PostgreSQL transaction larger than it still streams.
+		CarryRecords: relay.DefaultMaxInFlightRecords / 2, CarryBytes: int(s.Kafka.BufferMemory / 2)}, log)
 }
