@@ -241,9 +241,31 @@ func (s *TxnSink) notifyLocked() {
 // Connect's tasks call initTransactions at every start), and reads back,
 // read_committed, the last committed position. A fenced sink stays fenced.
 func (s *TxnSink) Start(ctx context.Context) (Offset, bool, error) {
-	s.workMu.Lock()
+	if err := s.lockWorker(ctx); err != nil {
+		return Offset{}, false, fmt.Errorf("sink: starting a session: waiting for the last Kafka transaction's round: %w", err)
+	}
 	defer s.workMu.Unlock()
 	return s.startLocked(ctx)
+}
+
+// lockWorker takes workMu, or gives up when ctx ends first (the worker
+// retries a round until Kafka answers or the sink closes).
+func (s *TxnSink) lockWorker(ctx context.Context) error {
+	got := make(chan struct{})
+	go func() {
+		s.workMu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		go func() {
+			<-got
+			s.workMu.Unlock()
+		}()
+		return ctx.Err()
+	}
 }
 
 // startLocked is Start, with workMu held.
@@ -278,18 +300,19 @@ func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
 	return pos, found, nil
 }
 
-// Close aborts an open transaction (best effort) and stops the worker.
+// Close stops the worker first (ending a round that retries while Kafka
+// is down), then aborts an open transaction, best effort, within 5 s.
 func (s *TxnSink) Close() error {
+	s.cancel()
+	<-s.done
 	s.workMu.Lock()
+	defer s.workMu.Unlock()
 	if s.w.open {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.txn.Abort(ctx)
 		cancel()
 		s.w.open = false
 	}
-	s.workMu.Unlock()
-	s.cancel()
-	<-s.done
 	return nil
 }
 

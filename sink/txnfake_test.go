@@ -235,3 +235,33 @@ func TestTxnSinkTransactionLargerThanBudget(t *testing.T) {
 		t.Fatalf("committed %d records, want the transaction's 50", got)
 	}
 }
+
+// Regression (review of issue 17, finding 8): Close locked workMu before
+// cancelling the worker, whose round retries until Kafka answers: with
+// Kafka down, Close (and so SIGTERM) hung for ever; Start likewise
+// ignored its ctx while it waited.
+func TestTxnSinkCloseAndStartWithKafkaDown(t *testing.T) {
+	f := &fakeTxn{block: make(chan struct{})} // Commit waits: Kafka does not answer
+	s := newFakeTxnSink(t, f, TxnConfig{})
+	if _, _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sendValue(t, s, "a")
+	s.Boundary(100)
+	time.Sleep(50 * time.Millisecond) // the round is in Commit
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, _, err := s.Start(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Start while the round waits for Kafka: %v, want its ctx's deadline", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung while Kafka did not answer")
+	}
+}
