@@ -265,3 +265,17 @@ func TestTxnSinkCloseAndStartWithKafkaDown(t *testing.T) {
 		t.Fatal("Close hung while Kafka did not answer")
 	}
 }
+
+// Regression (review of issue 17, finding 5): the worker waited the whole
+// transaction.boundary.interval.ms with a transaction open, past half of
+// transaction.timeout.ms (the coordinator aborts at the timeout).
+func TestTxnSinkIntervalWaitCappedAtHalfTimeout(t *testing.T) {
+	s := newFakeTxnSinkWorker(t, &fakeTxn{}, TxnConfig{Boundary: BoundaryInterval, Interval: time.Minute, Timeout: 10 * time.Second}, false)
+	s.w.open, s.w.bSeq, s.w.openedAt = true, 1, time.Now()
+	got := s.w.wait()
+	s.w.open = false
+	go s.work() // for Close
+	if got > 5*time.Second || got < 4*time.Second {
+		t.Fatalf("wait %s with an interval of 1m and a timeout of 10s, want at most 5s", got)
+	}
+}

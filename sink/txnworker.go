@@ -48,12 +48,13 @@ type topicParts struct {
 }
 
 // wait is how long the worker may wait for more records before a commit
-// is due (0: as long as it takes).
+// is due (0: as long as it takes): the interval, and never past half of
+// transaction.timeout.ms, after which the coordinator would abort it.
 func (w *txnWorker) wait() time.Duration {
 	if w.bSeq == 0 || !w.open || w.s.cfg.Boundary != BoundaryInterval {
 		return 0
 	}
-	return max(time.Millisecond, w.s.cfg.Interval-time.Since(w.openedAt))
+	return max(time.Millisecond, min(w.s.cfg.Interval, w.s.cfg.Timeout/2)-time.Since(w.openedAt))
 }
 
 // linger is how long the worker waits after a commit before it takes

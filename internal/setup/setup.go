@@ -62,6 +62,10 @@ func parseExactlyOnce(relay map[string]string, o OffsetsConfig, poll bool) (Exac
 			*d = time.Duration(ms) * time.Millisecond
 		}
 	}
+	if c.Boundary == sink.BoundaryInterval && c.Interval >= c.Timeout/2 {
+		errs = append(errs, fmt.Errorf("transaction.boundary.interval.ms %d must be under half of transaction.timeout.ms %d: a Kafka transaction open longer than the timeout is aborted by the coordinator; lower the interval or raise transaction.timeout.ms (up to the broker's transaction.max.timeout.ms)",
+			c.Interval.Milliseconds(), c.Timeout.Milliseconds()))
+	}
 	if c.Required && poll {
 		errs = append(errs, errors.New("exactly.once.support=required works with logical replication (the commit position skips what Kafka has); poll mode is at-least-once: remove exactly.once.support or outbox.capture.mode=poll"))
 	}
