@@ -28,6 +28,10 @@ type Transactional interface {
 	// Err is the failure that ended the sink's transactions: retried as a
 	// new session (sink.ErrTxnAborted) or final (sink.ErrTxnFenced).
 	Err() error
+	// SessionOrigin sets the server and timeline of the positions this
+	// session records and returns those of the position Load read ("":
+	// unknown).
+	SessionOrigin(server string) (recorded string)
 }
 
 // TxnSink adapts sink.TxnSink to Transactional, and is the session's
@@ -35,8 +39,9 @@ type Transactional interface {
 // instance) and reads the last committed position back read_committed;
 // Save records nothing, because every Kafka transaction records its own.
 type TxnSink struct {
-	S       *sink.TxnSink
-	headers []sink.Header
+	S        *sink.TxnSink
+	headers  []sink.Header
+	recorded string // the origin of the position Load read
 }
 
 // Send converts the router's record for the sink; a record too large for
@@ -72,7 +77,14 @@ func (t *TxnSink) Err() error { return t.S.Err() }
 // Load starts the sink's session and reads the committed position.
 func (t *TxnSink) Load(ctx context.Context) (pglogrepl.LSN, bool, error) {
 	pos, found, err := t.S.Start(ctx)
+	t.recorded = pos.Origin
 	return pglogrepl.LSN(pos.LSN), found, err
+}
+
+// SessionOrigin sets the session's origin, returning the loaded one's.
+func (t *TxnSink) SessionOrigin(server string) string {
+	t.S.SetOrigin(server)
+	return t.recorded
 }
 
 // Save records nothing: each Kafka transaction carries its position.
@@ -124,7 +136,30 @@ func (s *session) transactional() Transactional {
 // below the position the last Kafka transaction recorded: it is in
 // Kafka already, and is skipped (exactly-once after a restart).
 func (s *session) skipCommitted(ev *capture.Event) bool {
-	return s.txs != nil && !ev.Snapshot && ev.LSN < s.known.Recorded
+	return s.skipOK && !ev.Snapshot && ev.LSN < s.known.Recorded
+}
+
+// skipAllowed decides once per session whether the skip rule applies: only
+// when the recorded position is on the stream's server and timeline and
+// the slot was resumed. After a failover (a new timeline), a restore
+// elsewhere or a slot created anew, the WAL below the recorded position is
+// not the WAL Kafka has, and skipping would lose its transactions: it
+// warns and skips nothing (what Kafka has in that window is sent again).
+func (s *session) skipAllowed(st capture.Stream) bool {
+	if s.txs == nil {
+		return false
+	}
+	server, resumed := "", false
+	if o, ok := st.(capture.Origin); ok {
+		server, resumed = o.Origin()
+	}
+	recorded := s.txs.SessionOrigin(server)
+	if s.known.Recorded == 0 || resumed && server != "" && recorded == server {
+		return true
+	}
+	s.log.Warn("exactly-once: the recorded position is not on this stream's server, timeline and slot: skipping nothing below it (transactions Kafka has may be sent again)",
+		"recorded", s.known.Recorded.String(), "recorded_origin", recorded, "stream_origin", server, "slot_resumed", resumed)
+	return false
 }
 
 // allCommitted says whether Kafka committed every record sent (always,

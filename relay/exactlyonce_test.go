@@ -24,7 +24,21 @@ type txnFake struct {
 	boundaries []pglogrepl.LSN
 	uncommited int
 	pos        pglogrepl.LSN // committed position
+	origin     string        // the committed position's origin
 	err        error
+}
+
+func (f *txnFake) SessionOrigin(string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.origin
+}
+
+func (s *fakeStream) Origin() (string, bool) {
+	if s.origin == "" {
+		return "srv/1", !s.created
+	}
+	return s.origin, !s.created
 }
 
 func (f *txnFake) Send(_ context.Context, r *router.Record, ack func(error)) error {
@@ -138,18 +152,48 @@ func TestStopIncompleteWhileKafkaUncommitted(t *testing.T) {
 // ones are sent.
 func TestSkipsWhatKafkaCommitted(t *testing.T) {
 	evs := append(tx(100, 140, outboxRow("e1", "order")), tx(200, 240, outboxRow("e2", "order"))...)
-	evs = append(evs, tx(300, 340, outboxRow("e3", "order"))...)
+	evs = append(evs, tx(240, 280, outboxRow("e3", "order"))...) // commit LSN = the recorded end: sent
+	evs = append(evs, tx(300, 340, outboxRow("e4", "order"))...)
 	st := newFakeStream(50, evs...)
 	st.end = capture.ErrEnd
-	ts := &txnFake{pos: 240}
+	ts := &txnFake{pos: 240, origin: "srv/1"}
 	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
 	opt.Positions = ts
 	if err := Run(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
 	sent, b := ts.state()
-	if !slices.Equal(sent, []string{"e3"}) || !slices.Equal(b, []pglogrepl.LSN{340}) {
-		t.Fatalf("sent %v with boundaries %v; want only e3 (the first two are in Kafka), boundary 0/154", sent, b)
+	if !slices.Equal(sent, []string{"e3", "e4"}) || !slices.Equal(b, []pglogrepl.LSN{280, 340}) {
+		t.Fatalf("sent %v with boundaries %v; want e3 and e4 (the first two are in Kafka), boundaries 0/118 0/154", sent, b)
+	}
+}
+
+// Regression (review of issue 17, finding 7): the skip rule applied
+// whatever the source did; after a failover (a new timeline), a restore
+// elsewhere or a slot created anew, the transactions below the recorded
+// position are not the ones Kafka has, and were silently skipped (lost).
+// It applies only on the same server and timeline with a resumed slot.
+func TestSkipsNothingOnAnotherOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		name, recorded, stream string
+		created                bool
+	}{
+		{"new timeline", "srv/1", "srv/2", false},
+		{"slot created", "srv/1", "srv/1", true},
+		{"position without origin", "", "srv/1", false},
+	} {
+		evs := append(tx(100, 140, outboxRow("e1", "order")), tx(300, 340, outboxRow("e2", "order"))...)
+		st := newFakeStream(50, evs...)
+		st.end, st.origin, st.created = capture.ErrEnd, tc.stream, tc.created
+		ts := &txnFake{pos: 240, origin: tc.recorded}
+		opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
+		opt.Positions = ts
+		if err := Run(context.Background(), opt); err != nil {
+			t.Fatal(err)
+		}
+		if sent, _ := ts.state(); !slices.Equal(sent, []string{"e1", "e2"}) {
+			t.Errorf("%s: sent %v; want e1 and e2 (nothing skipped)", tc.name, sent)
+		}
 	}
 }
 

@@ -139,6 +139,7 @@ func (r *relay) runSession(ctx context.Context) error {
 	var progress capture.Progress = s.ck
 	if s.txs = s.transactional(); s.txs != nil {
 		progress = committedProgress{Checkpoint: s.ck, sink: s.txs, start: st.From()} // invariant 10
+		s.skipOK = s.skipAllowed(st)
 	}
 	stopRecording := s.record()
 	err = st.Start(ctx, progress)
@@ -185,6 +186,7 @@ type session struct {
 	records  []router.Record
 	snapRows int64
 	txs      Transactional // exactly-once: the sink, else nil
+	skipOK   bool          // the skip rule applies (skipAllowed)
 	skipping bool          // the transaction being read is in Kafka already
 }
 

@@ -80,6 +80,7 @@ type TxnSink struct {
 	pos        uint64
 	pending    int // records sent and not committed
 	broken     error
+	origin     string // the session's server and timeline, recorded with each position
 	gen        int64 // the session: Start increments it; take returns it with its items
 
 	w txnWorker // the worker's own state; under workMu
@@ -439,6 +440,20 @@ func (s *TxnSink) committedUpTo(seq int64, pos uint64, n int) {
 	}
 	s.pending -= n
 	s.notifyLocked()
+}
+
+// SetOrigin names the server and timeline ("<system id>/<timeline>") of
+// the positions this session's transactions record.
+func (s *TxnSink) SetOrigin(origin string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.origin = origin
+}
+
+func (s *TxnSink) originNow() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.origin
 }
 
 // Offsets is the store of the position the transactions record.

@@ -14,7 +14,7 @@ import (
 
 // value is the record value of pos, as Save writes it.
 func (o *Offsets) value(pos Offset) ([]byte, error) {
-	v, err := json.Marshal(offsetValue{LSN: pos.LSN, LSNCommit: pos.LSN, TsUsec: pos.Time.UnixMicro()})
+	v, err := json.Marshal(offsetValue{LSN: pos.LSN, LSNCommit: pos.LSN, TsUsec: pos.Time.UnixMicro(), Origin: pos.Origin})
 	if err != nil {
 		return nil, fmt.Errorf("recording the position in %s: %w", o.topic, err)
 	}
@@ -75,7 +75,7 @@ func (o *Offsets) loadCommitted(ctx context.Context, part int) (pos Offset, foun
 				if err := json.Unmarshal(r.Value, &v); err != nil {
 					return pos, false, fmt.Errorf("%w: the recorded position in %s at offset %d is not JSON {\"lsn\":…}: %w", ErrOffsetsUnusable, o.topic, b.BaseOffset+int64(r.OffsetDelta), err)
 				}
-				pos, found = Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec)}, true
+				pos, found = Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec), Origin: v.Origin}, true
 			}
 		}
 		switch {

@@ -317,7 +317,7 @@ func (w *txnWorker) position(pos uint64) error {
 	if err != nil {
 		return err
 	}
-	v, err := o.value(Offset{LSN: pos, Time: time.Now()})
+	v, err := o.value(Offset{LSN: pos, Time: time.Now(), Origin: w.s.originNow()})
 	if err != nil {
 		return err
 	}
