@@ -206,6 +206,11 @@ func TestTransactionErrorsRetryOrStop(t *testing.T) {
 	if !r.retryable(aborted) || !r.retryable(fmt.Errorf("%w: %w", ErrRecordFailed, aborted)) {
 		t.Error("an aborted transaction must be retried from the last committed position")
 	}
+	// Regression (review of issue 17, finding 9): a permanent refusal
+	// (MESSAGE_TOO_LARGE, a missing ACL) was retried as aborted for ever.
+	if r.retryable(fmt.Errorf("%w: %w", sink.ErrTxnRejected, errors.New("MESSAGE_TOO_LARGE"))) {
+		t.Error("a transaction Kafka refused permanently must stop the relay")
+	}
 	fenced := fmt.Errorf("exactly-once: fenced: another outboxrelay took over: %w", sink.ErrTxnFenced)
 	if r.retryable(fenced) {
 		t.Error("a fenced producer must stop the relay")

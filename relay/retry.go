@@ -71,8 +71,8 @@ func (r *relay) retry(ctx context.Context) error {
 func (r *relay) retryable(err error) bool {
 	var rowErr *router.RowError
 	switch {
-	case errors.Is(err, sink.ErrTxnFenced):
-		return false // another instance took over
+	case errors.Is(err, sink.ErrTxnFenced), errors.Is(err, sink.ErrTxnRejected):
+		return false // another instance took over; a config or ACL to fix
 	case errors.Is(err, sink.ErrTxnAborted):
 		return true // resume from the last committed position
 	}

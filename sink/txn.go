@@ -22,6 +22,11 @@ var (
 	// came, ...). Nothing of it is visible to read_committed readers;
 	// relaying resumes from the last committed position.
 	ErrTxnAborted = errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position")
+	// ErrTxnRejected: Kafka refused the transaction for a reason a retry
+	// does not cure (a record too large for the topic, a missing ACL, a
+	// transaction.timeout.ms the broker does not allow): the relay stops,
+	// and the error names what to change.
+	ErrTxnRejected = errors.New("sink: Kafka refused the transaction permanently")
 )
 
 // Transaction boundaries (transaction.boundary).

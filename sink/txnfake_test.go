@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
@@ -277,5 +280,38 @@ func TestTxnSinkIntervalWaitCappedAtHalfTimeout(t *testing.T) {
 	go s.work() // for Close
 	if got > 5*time.Second || got < 4*time.Second {
 		t.Fatalf("wait %s with an interval of 1m and a timeout of 10s, want at most 5s", got)
+	}
+}
+
+// Regression (review of issue 17, finding 9): permanent broker answers
+// (a record too large for the topic, a missing ACL) were aborted and
+// retried as ErrTxnAborted for ever; they are ErrTxnRejected, naming the fix.
+func TestTxnSinkPermanentErrorsRejected(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		name string
+	}{
+		{kafka.MessageSizeTooLarge, "max.message.bytes"},
+		{kafka.TopicAuthorizationFailed, "kafka-acls"},
+		{kafka.TransactionalIDAuthorizationFailed, "--transactional-id"},
+		{kafka.OutOfOrderSequenceNumber, ""}, // abortable: resumed
+	} {
+		f := &fakeTxn{}
+		s := newFakeTxnSink(t, f, TxnConfig{TransactionalID: "c"})
+		if _, _, err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		f.failNext = fmt.Errorf("kafkabatch: produce: %w: %w", kafkabatch.ErrAbortable, tc.err)
+		f.mu.Unlock()
+		ack := sendValue(t, s, "a")
+		s.Boundary(100)
+		err := waitAck(t, ack)
+		switch {
+		case tc.name == "" && !errors.Is(err, ErrTxnAborted):
+			t.Errorf("%v: ack %v, want ErrTxnAborted", tc.err, err)
+		case tc.name != "" && (!errors.Is(err, ErrTxnRejected) || errors.Is(err, ErrTxnAborted) || !strings.Contains(err.Error(), tc.name)):
+			t.Errorf("%v: ack %v, want ErrTxnRejected naming %s", tc.err, err, tc.name)
+		}
 	}
 }

@@ -347,11 +347,31 @@ func (w *txnWorker) failed(err error) {
 			cancel()
 			w.open = false
 		}
-		final = fmt.Errorf("%w: %w", ErrTxnAborted, err)
+		final = w.permanent(err)
+		if final == nil {
+			final = fmt.Errorf("%w: %w", ErrTxnAborted, err)
+		}
 	}
 	w.s.log.Warn("exactly-once: Kafka transaction failed", "err", err, "records_in_it", w.written)
 	w.drop(final)
 	w.s.fail(final)
+}
+
+// permanent is the final error of a broker answer that a retry of the
+// same records cannot cure, naming the fix; nil for any other error.
+func (w *txnWorker) permanent(err error) error {
+	switch {
+	case errors.Is(err, kafka.MessageSizeTooLarge), errors.Is(err, kafka.RecordListTooLarge), errors.Is(err, kafka.InvalidRecord):
+		return fmt.Errorf("exactly-once: %w: Kafka refused a record of the transaction: raise the topic's max.message.bytes above %s (%d), or send smaller payloads: %w",
+			ErrTxnRejected, KeyMaxRequestSize, w.s.p.cfg.MaxRequestSize, err)
+	case errors.Is(err, kafka.TopicAuthorizationFailed), errors.Is(err, kafka.TransactionalIDAuthorizationFailed), errors.Is(err, kafka.ClusterAuthorizationFailed):
+		return fmt.Errorf("exactly-once: %w: not authorized: grant the principal WRITE and DESCRIBE on the transactional id and WRITE on the topics, e.g. kafka-acls --add --allow-principal User:<name> --operation Write --operation Describe --transactional-id %q: %w",
+			ErrTxnRejected, w.s.cfg.TransactionalID, err)
+	case errors.Is(err, kafka.InvalidTransactionTimeout):
+		return fmt.Errorf("exactly-once: %w: transaction.timeout.ms %d is above the broker's transaction.max.timeout.ms: lower it, or raise the broker's: %w",
+			ErrTxnRejected, w.s.cfg.Timeout.Milliseconds(), err)
+	}
+	return nil
 }
 
 // drop gives err to every record the worker holds and forgets the
@@ -382,7 +402,9 @@ func (w *txnWorker) reset(ctx context.Context) error {
 		w.open = false
 	}
 	if err := w.s.txn.Init(ctx); err != nil {
-		if errors.Is(err, kafkabatch.ErrFenced) {
+		if perr := w.permanent(err); perr != nil {
+			err = perr
+		} else if errors.Is(err, kafkabatch.ErrFenced) {
 			err = fmt.Errorf("%w: %w", ErrTxnFenced, err)
 		}
 		return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
