@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pglogrepl"
 
@@ -113,18 +114,50 @@ type committedProgress struct {
 	*Checkpoint
 	sink  Transactional
 	start pglogrepl.LSN // the slot's confirmed position: confirmed already
+
+	mu   sync.Mutex
+	high pglogrepl.LSN // the most Confirmed returned: it never goes back
 }
 
-func (p committedProgress) Confirmed() pglogrepl.LSN {
+// Confirmed is the position covered by Kafka commits, never lower than
+// what it returned before.
+func (p *committedProgress) Confirmed() pglogrepl.LSN {
 	c := p.Checkpoint.Confirmed()
 	pos, all := p.sink.Committed()
-	if all {
-		return c
+	if !all {
+		c = max(min(c, pos), p.start)
 	}
-	return max(min(c, pos), p.start)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.high = max(p.high, c)
+	return p.high
 }
 
-var _ capture.Progress = committedProgress{}
+// InFlight counts the records not yet committed in Kafka as in flight
+// (at least one while any is), so that the stream reports the commit's
+// position at confirm speed, not at the next status interval.
+func (p *committedProgress) InFlight() int {
+	n := p.Checkpoint.InFlight()
+	if _, all := p.sink.Committed(); !all {
+		n = max(n, 1)
+	}
+	return n
+}
+
+var _ capture.Progress = (*committedProgress)(nil)
+
+// checkTransactional refuses a Transactional sink that is not also
+// Options.Positions: its Load starts the sink's sessions, without which
+// every transaction fails.
+func checkTransactional(opt Options) error {
+	if _, ok := opt.Sink.(Transactional); !ok {
+		return nil
+	}
+	if ps, _ := opt.Sink.(PositionStore); ps == nil || ps != opt.Positions {
+		return errors.New("relay.Run: a Transactional sink must also be Options.Positions (its Load starts each session's Kafka transactions)")
+	}
+	return nil
+}
 
 // transactional returns the sink as Transactional, or nil.
 func (s *session) transactional() Transactional {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -235,22 +236,44 @@ func TestCommittedProgress(t *testing.T) {
 	if err := tr.Commit(150, 180); err != nil {
 		t.Fatal(err)
 	}
-	ts := &txnFake{pos: 120, uncommited: 1}
-	p := committedProgress{Checkpoint: ck, sink: ts, start: 100}
+	ts := &txnFake{uncommited: 1}
+	p := &committedProgress{Checkpoint: ck, sink: ts, start: 100}
+	if got := p.Confirmed(); got != 100 {
+		t.Errorf("uncommitted records, no commit yet: confirmed %s; want the slot's 0/64", got)
+	}
+	// Regression (review of issue 17, finding 11): InFlight was the
+	// checkpoint's, 0 while records waited for the Kafka commit, so the
+	// commit reached the slot only at the next status interval.
+	if got := p.InFlight(); got == 0 {
+		t.Error("InFlight 0 while a record is not committed in Kafka")
+	}
+	ts.pos = 120
 	if got := p.Confirmed(); got != 120 {
 		t.Errorf("uncommitted records: confirmed %s; want the last commit's 0/78", got)
 	}
-	ts.pos = 0
-	if got := p.Confirmed(); got != 100 {
-		t.Errorf("no commit yet: confirmed %s; want the slot's 0/64", got)
+	ts.err = sink.ErrTxnAborted
+	if got := p.Confirmed(); got != 120 {
+		t.Errorf("aborted: confirmed %s; want the last commit's 0/78", got)
 	}
-	ts.uncommited = 0
+	ts.err, ts.uncommited = nil, 0
 	if got := p.Confirmed(); got != 180 {
 		t.Errorf("all committed: confirmed %s; want the checkpoint's 0/B4", got)
 	}
-	ts.err = sink.ErrTxnAborted
-	ts.pos = 120
-	if got := p.Confirmed(); got != 120 {
-		t.Errorf("aborted: confirmed %s; want the last commit's 0/78", got)
+	// Regression (finding 11): Confirmed went back to the last commit's
+	// position once a new record was sent after everything was committed.
+	ts.uncommited = 1
+	if got := p.Confirmed(); got != 180 {
+		t.Errorf("a new record after all committed: confirmed %s; want 0/B4 still (never backwards)", got)
+	}
+}
+
+// Regression (review of issue 17, finding 11): a Transactional sink used
+// only as Sink never had its sessions started, and every transaction
+// failed and was retried for ever; Run refuses it.
+func TestRunRefusesTransactionalWithoutPositions(t *testing.T) {
+	ts := &txnFake{}
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{newFakeStream(50)}}, ts)
+	if err := Run(context.Background(), opt); err == nil || !strings.Contains(err.Error(), "Options.Positions") {
+		t.Fatalf("Run: %v; want the refusal naming Options.Positions", err)
 	}
 }

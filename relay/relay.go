@@ -84,6 +84,9 @@ func Run(ctx context.Context, opt Options) error {
 	if opt.Source == nil || opt.Router == nil || opt.Sink == nil || opt.Log == nil {
 		return errors.New("relay.Run: Source, Router, Sink and Log are required")
 	}
+	if err := checkTransactional(opt); err != nil {
+		return err
+	}
 	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, DefaultMaxInFlightRecords)
 	opt.MaxInFlightBytes = cmp(opt.MaxInFlightBytes, 64<<20)
 	opt.RetryWait = cmp(opt.RetryWait, 10*time.Second)
@@ -138,7 +141,7 @@ func (r *relay) runSession(ctx context.Context) error {
 	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log}
 	var progress capture.Progress = s.ck
 	if s.txs = s.transactional(); s.txs != nil {
-		progress = committedProgress{Checkpoint: s.ck, sink: s.txs, start: st.From()} // invariant 10
+		progress = &committedProgress{Checkpoint: s.ck, sink: s.txs, start: st.From()} // invariant 10
 		s.skipOK = s.skipAllowed(st)
 	}
 	stopRecording := s.record()
