@@ -86,7 +86,7 @@ type TxnSink struct {
 	pending    int // records sent and not committed
 	broken     error
 	origin     string // the session's server and timeline, recorded with each position
-	gen        int64 // the session: Start increments it; take returns it with its items
+	gen        int64  // the session: Start increments it; take returns it with its items
 
 	w txnWorker // the worker's own state; under workMu
 	// workMu is held by the worker during a round and by Start.

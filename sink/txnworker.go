@@ -332,12 +332,12 @@ func (w *txnWorker) position(pos uint64) error {
 func (w *txnWorker) failed(err error) {
 	var final error
 	if errors.Is(err, kafkabatch.ErrFenced) {
-		note := ""
+		note := "another outboxrelay with this transactional.id (a second instance with this config, or the failover pair's other instance after this one lost the lock) ran InitProducerId; if there is none, the transaction outlived transaction.timeout.ms and the coordinator aborted it: raise transaction.timeout.ms"
 		if w.open && time.Since(w.openedAt) >= w.s.cfg.Timeout {
-			note = fmt.Sprintf(" (or the transaction was open %s, longer than transaction.timeout.ms %s, and the coordinator aborted it)",
+			note = fmt.Sprintf("the transaction was open %s, longer than transaction.timeout.ms %s, and the coordinator aborted it (raise transaction.timeout.ms, up to the broker's transaction.max.timeout.ms), or another outboxrelay with this transactional.id ran InitProducerId",
 				time.Since(w.openedAt).Round(time.Millisecond), w.s.cfg.Timeout)
 		}
-		final = fmt.Errorf("exactly-once: fenced: another outboxrelay with transactional.id %q took over%s; this one stops: %w: %w", w.s.cfg.TransactionalID, note, ErrTxnFenced, err)
+		final = fmt.Errorf("exactly-once: stopping, %w %q: %s: %w", ErrTxnFenced, w.s.cfg.TransactionalID, note, err)
 	} else {
 		if w.open {
 			ctx, cancel := context.WithTimeout(w.s.ctx, w.s.cfg.Timeout)
