@@ -20,8 +20,14 @@ func (c *checker) exactlyOnce(ctx context.Context, e setup.ExactlyOnceConfig, o 
 		c.fail("Kafka transactions", "listing the brokers: "+err.Error(), "check the connection to Kafka")
 		return
 	}
-	rf, _ := c.prod.BrokerConfig(ctx, "transaction.state.log.replication.factor")
-	isr, _ := c.prod.BrokerConfig(ctx, "transaction.state.log.min.isr")
+	rf, err1 := c.prod.BrokerConfig(ctx, "transaction.state.log.replication.factor")
+	isr, err2 := c.prod.BrokerConfig(ctx, "transaction.state.log.min.isr")
+	maxTimeout, err3 := c.prod.BrokerConfig(ctx, "transaction.max.timeout.ms")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		c.fail("Kafka transactions", "reading the brokers' transaction settings: "+err.Error(), "grant the principal DESCRIBE_CONFIGS on the cluster, so that the check can read them")
+		c.offsetsTopic(ctx, o)
+		return
+	}
 	n, _ := strconv.Atoi(rf)
 	m, _ := strconv.Atoi(isr)
 	detail := fmt.Sprintf("transaction.state.log.replication.factor=%s, transaction.state.log.min.isr=%s, %d brokers", rf, isr, brokers)
@@ -30,6 +36,9 @@ func (c *checker) exactlyOnce(ctx context.Context, e setup.ExactlyOnceConfig, o 
 		c.fail("Kafka transactions", detail, fmt.Sprintf("the coordinator cannot create __transaction_state with %d replicas on %d brokers: lower transaction.state.log.replication.factor on the brokers, or add brokers", n, brokers))
 	case m > brokers:
 		c.fail("Kafka transactions", detail, "transaction.state.log.min.isr exceeds the brokers: no transaction can commit; lower it")
+	case timeoutTooLong(e, maxTimeout):
+		c.fail("Kafka transactions", fmt.Sprintf("transaction.timeout.ms=%d, the brokers' transaction.max.timeout.ms=%s", e.Timeout.Milliseconds(), maxTimeout),
+			"InitProducerId would fail (INVALID_TRANSACTION_TIMEOUT): lower transaction.timeout.ms, or raise transaction.max.timeout.ms on the brokers")
 	default:
 		c.pass("Kafka transactions", detail)
 	}
@@ -44,6 +53,13 @@ func (c *checker) exactlyOnce(ctx context.Context, e setup.ExactlyOnceConfig, o 
 		c.pass("transactional.id ACLs", fmt.Sprintf("DESCRIBE on %q allowed (coordinator %s); WRITE is checked at the first start, by InitProducerId, which a check must not send: it would fence a running relay", e.TransactionalID, coord))
 	}
 	c.offsetsTopic(ctx, o)
+}
+
+// timeoutTooLong says whether transaction.timeout.ms exceeds the brokers'
+// transaction.max.timeout.ms (read as text; unreadable: not known too long).
+func timeoutTooLong(e setup.ExactlyOnceConfig, maxTimeout string) bool {
+	ms, err := strconv.ParseInt(maxTimeout, 10, 64)
+	return err == nil && e.Timeout.Milliseconds() > ms
 }
 
 // offsetsTopic checks that the offsets topic, when it exists, is compacted.
