@@ -149,7 +149,7 @@ func (b *privateBed) consoleCount(t *testing.T, f *fixture, want int) {
 	for _, topic := range f.topicNames(faultTopics) {
 		out, err := b.devenv("consume", topic, "--isolation-level", "read_committed", "--timeout-ms", "15000")
 		if err != nil && !strings.Contains(err.Error(), "TimeoutException") {
-			t.Logf("console consumer on %s: %v", topic, err)
+			t.Fatalf("console consumer on %s: %v", topic, err) // its reason, not only a short count
 		}
 		for _, line := range strings.Split(out, "\n") {
 			if id, ok := headerID(line); ok {
