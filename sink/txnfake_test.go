@@ -22,7 +22,8 @@ type fakeTxn struct {
 	open      []string
 	committed []string
 	inits     int
-	failNext  error // the next Produce, AddPartitions or Commit returns it
+	parts     map[int]int // records per partition of topic t
+	failNext  error       // the next Produce, AddPartitions or Commit returns it
 	block     chan struct{}
 }
 
@@ -51,6 +52,10 @@ func (f *fakeTxn) Produce(ctx context.Context, tp kafkabatch.TopicPartition, msg
 	for _, m := range msgs {
 		if tp.Topic != "offsets" {
 			f.open = append(f.open, string(m.Value))
+			if f.parts == nil {
+				f.parts = map[int]int{}
+			}
+			f.parts[tp.Partition]++
 		}
 	}
 	return 0, nil
@@ -313,5 +318,37 @@ func TestTxnSinkPermanentErrorsRejected(t *testing.T) {
 		case tc.name != "" && (!errors.Is(err, ErrTxnRejected) || errors.Is(err, ErrTxnAborted) || !strings.Contains(err.Error(), tc.name)):
 			t.Errorf("%v: ack %v, want ErrTxnRejected naming %s", tc.err, err, tc.name)
 		}
+	}
+}
+
+// Regression (review of issue 17, finding 11): a null-key record's
+// partition was time.Now() modulo the partition count, per record, which
+// scattered one Kafka transaction over every partition (an
+// AddPartitionsToTxn entry and a batch each); it is sticky per
+// transaction now, as Java's and the at-least-once producer's.
+func TestTxnSinkNullKeySticky(t *testing.T) {
+	f := &fakeTxn{}
+	s := newFakeTxnSink(t, f, TxnConfig{})
+	s.workMu.Lock()
+	s.w.parts["t"] = topicParts{n: 8, at: time.Now()}
+	s.workMu.Unlock()
+	if _, _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.workMu.Lock() // the whole transaction reaches the worker in one round
+	for i := range 50 {
+		if err := s.Send(context.Background(), Record{Topic: "t", Partition: -1, Value: []byte(fmt.Sprint(i)), Timestamp: time.Now()}, func(error) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Boundary(100)
+	s.workMu.Unlock()
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.parts) != 1 {
+		t.Fatalf("one transaction's null-key records went to partitions %v, want one", f.parts)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -35,6 +36,7 @@ type txnWorker struct {
 	bPos     uint64                      // the last position among its boundaries
 	carry    []txnItem                   // records after the last boundary, held back
 	lastEnd  time.Time                   // when the last transaction committed
+	sticky   map[string]int              // null-key partition per topic in this transaction
 }
 
 type txnBatch struct {
@@ -169,7 +171,8 @@ func (w *txnWorker) add(pe *pending) error {
 }
 
 // partition picks a record's partition as the at-least-once producer
-// does (Java's murmur2 of the key; a random one for a null key).
+// does (Java's murmur2 of the key; for a null key, one partition per
+// topic and Kafka transaction, sticky as Java's).
 func (w *txnWorker) partition(pe *pending) (kafkabatch.TopicPartition, error) {
 	if pe.partition >= 0 {
 		return kafkabatch.TopicPartition{Topic: pe.topic, Partition: pe.partition}, nil
@@ -178,13 +181,30 @@ func (w *txnWorker) partition(pe *pending) (kafkabatch.TopicPartition, error) {
 	if err != nil {
 		return kafkabatch.TopicPartition{}, err
 	}
-	p := int(time.Now().UnixNano() % int64(n))
+	var p int
 	if pe.key != nil {
 		p = JavaPartition(pe.key, n, nil)
+	} else {
+		p = w.stickyPartition(pe.topic, n)
 	}
 	return kafkabatch.TopicPartition{Topic: pe.topic, Partition: p}, nil
 }
 
+// stickyPartition is the null-key partition of topic in the open
+// transaction, picked at random when the transaction first needs one.
+func (w *txnWorker) stickyPartition(topic string, n int) int {
+	if p, ok := w.sticky[topic]; ok && p < n {
+		return p
+	}
+	if w.sticky == nil {
+		w.sticky = map[string]int{}
+	}
+	p := rand.IntN(n)
+	w.sticky[topic] = p
+	return p
+}
+
+// partitions is topic's partition count, read again after metadata.max.age.ms.
 func (w *txnWorker) partitions(topic string) (int, error) {
 	if tp, ok := w.parts[topic]; ok && time.Since(tp.at) < w.s.p.cfg.MetadataMaxAge {
 		return tp.n, nil
@@ -306,6 +326,7 @@ func (w *txnWorker) commit() error {
 	}
 	n := w.written
 	w.open, w.written, w.bSeq, w.bPos, w.lastEnd = false, 0, 0, 0, time.Now()
+	clear(w.sticky)
 	w.s.committedUpTo(seq, pos, n)
 	return nil
 }
