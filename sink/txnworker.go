@@ -433,12 +433,20 @@ func (w *txnWorker) reset(ctx context.Context) error {
 	return nil
 }
 
-// positionPartition is the offsets topic's partition of the position record.
+// positionPartition is the offsets topic's partition of the position
+// record. It never creates the topic (that would give it the data topics'
+// settings, not compacted): Start's LoadCommitted does, and a topic gone
+// while running fails the transaction, so the next session creates it.
 func (w *txnWorker) positionPartition() (kafkabatch.TopicPartition, error) {
 	o := w.s.offsets
-	n, err := w.partitions(o.topic)
-	if err != nil {
-		return kafkabatch.TopicPartition{}, err
+	tp, ok := w.parts[o.topic]
+	n := tp.n
+	if !ok || time.Since(tp.at) >= w.s.p.cfg.MetadataMaxAge {
+		var err error
+		if n, err = w.s.p.partitionCount(w.s.ctx, o.topic, false); err != nil {
+			return kafkabatch.TopicPartition{}, fmt.Errorf("exactly-once: the offsets topic %s: %w", o.topic, err)
+		}
+		w.parts[o.topic] = topicParts{n: n, at: time.Now()}
 	}
 	return kafkabatch.TopicPartition{Topic: o.topic, Partition: JavaPartition(o.key, n, nil)}, nil
 }
