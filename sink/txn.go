@@ -104,6 +104,8 @@ type txnProducer interface {
 	Abort(ctx context.Context) error
 }
 
+// txnItem is what Send and Boundary queue for the worker: a record, or a
+// boundary with its sequence number and position.
 type txnItem struct {
 	rec      *pending // nil for a boundary
 	seq      int64    // a boundary's sequence number
@@ -189,6 +191,7 @@ func (s *TxnSink) Boundary(position uint64) {
 	s.signal()
 }
 
+// signal wakes the worker (s.mu held); a wake already pending suffices.
 func (s *TxnSink) signal() {
 	select {
 	case s.wake <- struct{}{}:

@@ -39,11 +39,13 @@ type txnWorker struct {
 	sticky   map[string]int              // null-key partition per topic in this transaction
 }
 
+// txnBatch is one partition's records not yet written, and their size.
 type txnBatch struct {
 	recs  []*pending
 	bytes int
 }
 
+// topicParts is a topic's partition count and when it was read.
 type topicParts struct {
 	n  int
 	at time.Time
@@ -238,6 +240,7 @@ func (w *txnWorker) produce(tp kafkabatch.TopicPartition, b *txnBatch) error {
 	return nil
 }
 
+// batchHeaders converts a record's headers for the batch encoder.
 func batchHeaders(hs []kafka.Header) []kafkabatch.Header {
 	if len(hs) == 0 {
 		return nil
@@ -258,6 +261,7 @@ func (w *txnWorker) unwritten() int {
 	return n
 }
 
+// begin opens the Kafka transaction unless it is open.
 func (w *txnWorker) begin() error {
 	if w.open {
 		return nil
