@@ -2,7 +2,7 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test unit build bench bench-relay soak soak-messages down image-test alerts-test
+.PHONY: demo test unit build bench bench-relay soak soak-messages soak-eos bench-eos down image-test alerts-test
 demo:
 	scripts/demo
 
@@ -50,6 +50,21 @@ soak-messages:
 	env_lines=$$(scripts/devenv up) || exit 1; eval "$$env_lines"; \
 	OUTBOXRELAY_MESSAGES_CRASH=$${OUTBOXRELAY_MESSAGES_CRASH:-20} OUTBOXRELAY_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 30m -v -run '^TestMessagesCrashLoop$$' ./internal/e2e/; rc=$$?; \
 	if [ $$started = 1 ]; then scripts/devenv down; fi; exit $$rc
+
+# Exactly-once (internal/e2e TestExactlyOnce): 100 SIGKILLs under 2,000
+# events/s with exactly.once.support=required, then the same loop
+# at-least-once counting its duplicates; the zombie and the broker
+# restart. About 20 minutes.
+soak-eos:
+	@started=0; scripts/devenv status >/dev/null 2>&1 || started=1; \
+	env_lines=$$(scripts/devenv up) || exit 1; eval "$$env_lines"; \
+	OUTBOXRELAY_EOS_CYCLES=100 OUTBOXRELAY_EOS_COMPARE=1 OUTBOXRELAY_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 60m -v -run '^TestExactlyOnce$$' ./internal/e2e/; rc=$$?; \
+	if [ $$started = 1 ]; then scripts/devenv down; fi; exit $$rc
+
+# Exactly-once against at-least-once on one bed (scripts/bench-eos):
+# writes testdata/bench/extra/exactly-once.md.
+bench-eos:
+	scripts/bench-eos
 
 down:
 	scripts/devenv down

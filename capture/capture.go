@@ -146,6 +146,15 @@ type Stream interface {
 	Close(ctx context.Context, end Ending) error
 }
 
+// Origin is a Stream that names where its positions come from: the
+// server and timeline ("<system id>/<timeline>"), and whether it resumed
+// an existing slot (false: created in this session). The exactly-once
+// skip rule compares a recorded position only with a stream of the same
+// origin that resumed its slot.
+type Origin interface {
+	Origin() (server string, resumed bool)
+}
+
 // Ending says how a session ended, so that a source may drop what it would
 // otherwise keep (slot.drop.on.stop).
 type Ending struct {

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -67,6 +68,9 @@ type Options struct {
 	RecordEvery time.Duration
 }
 
+// DefaultMaxInFlightRecords is Options.MaxInFlightRecords's default.
+const DefaultMaxInFlightRecords = 10000
+
 // drainLimit bounds how long a stop waits for the transaction being read
 // to end (see session.loop).
 const drainLimit = 10 * time.Second
@@ -80,7 +84,10 @@ func Run(ctx context.Context, opt Options) error {
 	if opt.Source == nil || opt.Router == nil || opt.Sink == nil || opt.Log == nil {
 		return errors.New("relay.Run: Source, Router, Sink and Log are required")
 	}
-	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, 10000)
+	if err := checkTransactional(opt); err != nil {
+		return err
+	}
+	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, DefaultMaxInFlightRecords)
 	opt.MaxInFlightBytes = cmp(opt.MaxInFlightBytes, 64<<20)
 	opt.RetryWait = cmp(opt.RetryWait, 10*time.Second)
 	opt.RecordEvery = cmp(opt.RecordEvery, time.Second)
@@ -90,6 +97,9 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	r := &relay{opt: opt, budget: budget}
 	defer opt.Source.Close()
+	if c, ok := opt.Sink.(io.Closer); ok {
+		defer c.Close() // the transactional sink aborts an open transaction
+	}
 	defer r.state(StateStopped)
 	return r.retry(ctx)
 }
@@ -129,13 +139,18 @@ func (r *relay) runSession(ctx context.Context) error {
 		return err
 	}
 	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log}
+	var progress capture.Progress = s.ck
+	if s.txs = s.transactional(); s.txs != nil {
+		progress = &committedProgress{Checkpoint: s.ck, sink: s.txs, start: st.From()} // invariant 10
+		s.skipOK = s.skipAllowed(st)
+	}
 	stopRecording := s.record()
-	err = st.Start(ctx, s.ck)
+	err = st.Start(ctx, progress)
 	if err == nil {
 		err = s.loop(ctx)
 	}
 	err = s.finish(ctx, err, stopRecording)
-	r.known.Confirmed = s.ck.Confirmed()
+	r.known.Confirmed = progress.Confirmed()
 	return err
 }
 
@@ -173,6 +188,9 @@ type session struct {
 	ev       router.Event
 	records  []router.Record
 	snapRows int64
+	txs      Transactional // exactly-once: the sink, else nil
+	skipOK   bool          // the skip rule applies (skipAllowed)
+	skipping bool          // the transaction being read is in Kafka already
 }
 
 // loop reads events until ctx ends, the stream fails, or a row or ack
@@ -192,6 +210,11 @@ func (s *session) loop(stop context.Context) error {
 		}
 		if s.rec != nil {
 			if err := s.rec.Err(); err != nil {
+				return err
+			}
+		}
+		if s.txs != nil {
+			if err := s.txs.Err(); err != nil {
 				return err
 			}
 		}
@@ -232,13 +255,21 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
 		}
 		s.tx, s.inSnap = tx, ev.Snapshot
+		s.skipping = s.skipCommitted(ev)
 		s.ev.CommitLSN = uint64(ev.LSN)
 		s.ev.CommitTime = ev.CommitTime
 	case capture.KindRow:
 		if s.tx == nil {
 			return fmt.Errorf("row of %s at %s outside a transaction", ev.Row.Table, ev.LSN)
 		}
-		return s.route(ctx, s.event(ev.Row))
+		if s.skipping {
+			s.skip("committed_in_kafka")
+			return nil
+		}
+		if err := s.route(ctx, s.event(ev.Row)); err != nil || !s.inSnap || s.txs == nil {
+			return err
+		}
+		s.txs.Boundary(0) // the snapshot is at-least-once: it commits as it goes
 	case capture.KindCommit:
 		if s.tx == nil {
 			return fmt.Errorf("commit %s without a transaction", ev.LSN)
@@ -246,7 +277,10 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 		if err := s.tx.Commit(ev.LSN, ev.EndLSN); err != nil {
 			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
 		}
-		s.tx = nil
+		if s.txs != nil && !s.skipping {
+			s.txs.Boundary(ev.EndLSN) // a Kafka transaction may end here
+		}
+		s.tx, s.skipping = nil, false
 	case capture.KindIdle:
 		// Invariant 2: the checkpoint confirms an idle position only when
 		// nothing is open or in flight.
@@ -293,13 +327,14 @@ func (s *session) finish(stop context.Context, cause error, stopRecording func(c
 	if err := s.ck.Err(); err != nil && (cause == nil || errors.Is(cause, context.Canceled)) {
 		cause = err
 	}
+	cause = s.fenced(cause)
 	abandoned := s.tx != nil
 	if abandoned {
 		s.tx.Abandon() // sent again, whole, after a restart
 		s.tx = nil
 	}
 	orderly := stop.Err() != nil && (cause == nil || errors.Is(cause, context.Canceled))
-	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.ck.InFlight() == 0}
+	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.ck.InFlight() == 0 && s.allCommitted()}
 	// Its own time: a slow Kafka above must not cost the final status
 	// update, or a restart sends again what Kafka has.
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -56,6 +56,8 @@ type fakeStream struct {
 	from       pglogrepl.LSN
 	events     []capture.Event
 	end        error
+	origin     string // capture.Origin's server ("srv/1" when empty)
+	created    bool   // capture.Origin: the slot was created, not resumed
 	next       int
 	p          capture.Progress
 	openedWith pglogrepl.LSN

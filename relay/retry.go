@@ -70,6 +70,12 @@ func (r *relay) retry(ctx context.Context) error {
 // configuration, permission and data errors are not.
 func (r *relay) retryable(err error) bool {
 	var rowErr *router.RowError
+	switch {
+	case errors.Is(err, sink.ErrTxnFenced), errors.Is(err, sink.ErrTxnRejected):
+		return false // another instance took over; a config or ACL to fix
+	case errors.Is(err, sink.ErrTxnAborted):
+		return true // resume from the last committed position
+	}
 	if err == nil || errors.As(err, &rowErr) || errors.Is(err, ErrRecordFailed) || errors.Is(err, sink.ErrOffsetsUnusable) || certerr.Failed(err) {
 		return false
 	}

@@ -197,6 +197,8 @@ func (s *session) heartbeat(ctx context.Context, at time.Time) error {
 	})
 	if err != nil {
 		s.budget.Release(1, size)
+	} else if s.txs != nil && s.tx == nil {
+		s.txs.Boundary(0) // between transactions: it may commit alone
 	}
 	return err
 }

@@ -71,6 +71,11 @@ func newStream(src *Source, conn *pgx.Conn, repl *pgconn.PgConn) *stream {
 
 func (s *stream) From() pglogrepl.LSN { return s.from }
 
+// Origin is the server and timeline, and whether the slot existed.
+func (s *stream) Origin() (string, bool) {
+	return s.server, s.plan.Action != Create && s.plan.Action != CreateWithSnapshot
+}
+
 // Start records the relay's progress. The snapshot (if any) was opened and
 // START_REPLICATION (if no snapshot) sent by Open already.
 func (s *stream) Start(ctx context.Context, p capture.Progress) error {

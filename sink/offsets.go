@@ -43,12 +43,17 @@ func (o *Offsets) fail(err error) error {
 type Offset struct {
 	LSN  uint64    // the confirmed position
 	Time time.Time // when it was recorded
+	// Origin is the PostgreSQL server and timeline the position is on
+	// ("<system id>/<timeline>"), written by the transactional sink; ""
+	// in values written without it.
+	Origin string
 }
 
 type offsetValue struct {
 	LSN       uint64 `json:"lsn"`
 	LSNCommit uint64 `json:"lsn_commit"`
 	TsUsec    int64  `json:"ts_usec"`
+	Origin    string `json:"outboxrelay_origin,omitempty"` // Offset.Origin
 }
 
 // Offsets returns the store of connector's position in topic (created

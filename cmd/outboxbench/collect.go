@@ -31,7 +31,7 @@ func (b *bench) startCollector(ctx context.Context, tr *Tracker) (*collector, er
 	cctx, cancel := context.WithCancel(ctx)
 	out := make(chan Receipt, 8192)
 	c := &collector{tr: tr, allIn: make(chan struct{}), cancel: cancel, done: make(chan error, 1)}
-	cons := &consumer{brokers: brokers, from: from, run: b.o.workload.Run, out: out, log: b.log}
+	cons := &consumer{brokers: brokers, from: from, run: b.o.workload.Run, out: out, log: b.log, readCommitted: b.o.readCommitted}
 	consErr := make(chan error, 1)
 	go func() {
 		consErr <- cons.consume(cctx, b.o.topics)

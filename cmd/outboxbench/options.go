@@ -35,6 +35,7 @@ type options struct {
 	slot           string
 	freshSlot      bool
 	noSlot         bool // the relay polls the table (outbox.capture.mode=poll)
+	readCommitted  bool // consume with isolation.level=read_committed (an exactly-once relay)
 
 	relayCmd  string
 	relayLog  string
@@ -89,6 +90,7 @@ func (o *options) register(fl *flag.FlagSet) {
 		return
 	}
 	fl.StringVar(&o.brokers, "kafka-brokers", envOr("OUTBOXRELAY_TEST_KAFKA_BROKERS", "KAFKA_BOOTSTRAP_SERVERS"), "Kafka bootstrap servers host:port[,…] (default $OUTBOXRELAY_TEST_KAFKA_BROKERS, $KAFKA_BOOTSTRAP_SERVERS)")
+	fl.BoolVar(&o.readCommitted, "read-committed", false, "consume with isolation.level=read_committed: an event counts when its Kafka transaction commits (exactly.once.support=required)")
 	fl.StringVar(&o.topicPrefix, "topic-prefix", "", "topic = prefix + aggregate type (EventRouter route.topic.replacement; Debezium's default is \"outbox.event.\")")
 	fl.StringVar(&o.types, "aggregate-types", "bench", "comma-separated aggregate types; aggregate a has type a mod len")
 	fl.StringVar(&o.eventType, "event-type", "BenchEvent", "event_type column value")

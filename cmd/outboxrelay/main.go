@@ -230,10 +230,20 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 	if err != nil {
 		return relay.Options{}, err
 	}
+	var out relay.Sink = &relay.ProducerSink{P: producer}
+	if set.ExactlyOnce.Required {
+		ts, err := set.TxnSink(producer, log)
+		if err != nil {
+			return relay.Options{}, err
+		}
+		txs := &relay.TxnSink{S: ts}
+		out, positions = txs, txs
+		log.Info("exactly-once: Kafka transactions", "transactional.id", set.ExactlyOnce.TransactionalID, "transaction.boundary", set.ExactlyOnce.Boundary)
+	}
 	return relay.Options{
 		Source:         src,
 		Router:         set.Router,
-		Sink:           &relay.ProducerSink{P: producer},
+		Sink:           out,
 		Log:            log,
 		Observer:       m,
 		Poison:         poison,

@@ -105,6 +105,9 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 		c.postgres(ctx)
 	}
 	c.kafkaChecks(ctx)
+	if set.ExactlyOnce.Required {
+		c.exactlyOnce(ctx, set.ExactlyOnce, set.Offsets)
+	}
 	if c.conn != nil {
 		c.conn.Close(context.Background())
 	}

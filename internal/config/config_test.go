@@ -332,7 +332,7 @@ func TestUnsupported(t *testing.T) {
 		{"predicates", `"predicates": "p", "predicates.p.type": "x"`, []string{"predicates: is not supported", "predicates.p.type: is not supported"}},
 		{"partitioner", `"producer.override.partitioner.class": "x.RoundRobinPartitioner"`, []string{"partitioner.class"}},
 		{"flush.lsn.source", `"flush.lsn.source": false`, []string{"flush.lsn.source"}},
-		{"exactly once", `"exactly.once.support": "required"`, []string{"exactly.once.support", "at least once"}},
+		{"exactly once", `"exactly.once.support": "enabled"`, []string{"exactly.once.support", "requested, required"}},
 		{"snapshot overrides", `"snapshot.select.statement.overrides": "public.outbox"`, []string{"snapshot.select.statement.overrides"}},
 		{"bad enum", `"errors.tolerance": "some"`, []string{"errors.tolerance", "write one of none, all"}},
 		{"class names are case-sensitive", `"key.converter": "org.apache.kafka.connect.storage.stringconverter"`, []string{"key.converter"}},
@@ -360,7 +360,7 @@ func TestAcceptedValues(t *testing.T) {
 		`"connector.class": "io.debezium.connector.postgresql.PostgresConnector"`,
 		`"value.converter": "org.apache.kafka.connect.storage.StringConverter"`,
 		`"key.converter": "org.apache.kafka.connect.json.JsonConverter"`,
-		`"predicates": ""`, `"exactly.once.support": "requested"`,
+		`"predicates": ""`, `"exactly.once.support": "requested"`, `"exactly.once.support": "required"`, `"transaction.boundary": "interval"`,
 	} {
 		if _, err := Parse([]byte(minimal(keys)), "test.json", noEnv); err != nil {
 			t.Errorf("%s: %v", keys, err)

@@ -17,6 +17,6 @@
 // read_committed consumer does, which kafka-go's fetch does not (it
 // delivers aborted records).
 //
-// Nothing in the relay uses this package yet: it is the groundwork of
-// exactly-once delivery (issue 17).
+// sink.TxnSink (exactly.once.support=required) drives TxnProducer; verify
+// and the offsets topic read with FetchCommitted.
 package kafkabatch

@@ -226,25 +226,67 @@ func (p *TxnProducer) Produce(ctx context.Context, tp TopicPartition, msgs []Mes
 }
 
 func (p *TxnProducer) addPartition(ctx context.Context, tp TopicPartition) error {
+	return p.addPartitions(ctx, []TopicPartition{tp})
+}
+
+// AddPartitions adds the partitions not yet in the open transaction in
+// one AddPartitionsToTxn request, so that producing to them needs no
+// request of its own: one round trip for a transaction's partitions.
+func (p *TxnProducer) AddPartitions(ctx context.Context, tps []TopicPartition) error {
+	if p.state != stateInTxn {
+		return p.stateErr("adding partitions")
+	}
+	var todo []TopicPartition
+	for _, tp := range tps {
+		if !p.added[tp] {
+			todo = append(todo, tp)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := p.addPartitions(ctx, todo); err != nil {
+		return p.fail(fmt.Sprintf("AddPartitionsToTxn (%d partitions)", len(todo)), err)
+	}
+	return nil
+}
+
+func (p *TxnProducer) addPartitions(ctx context.Context, tps []TopicPartition) error {
 	return p.retry(ctx, "AddPartitionsToTxn", func() error {
+		topics := map[string][]kafka.AddPartitionToTxn{}
+		for _, tp := range tps {
+			if !p.added[tp] {
+				topics[tp.Topic] = append(topics[tp.Topic], kafka.AddPartitionToTxn{Partition: tp.Partition})
+			}
+		}
 		res, err := p.client.AddPartitionsToTxn(ctx, &kafka.AddPartitionsToTxnRequest{
 			TransactionalID: p.cfg.TransactionalID,
 			ProducerID:      int(p.producerID),
 			ProducerEpoch:   int(p.epoch),
-			Topics:          map[string][]kafka.AddPartitionToTxn{tp.Topic: {{Partition: tp.Partition}}},
+			Topics:          topics,
 		})
 		if err != nil {
 			return err
 		}
-		for _, r := range res.Topics[tp.Topic] {
-			if r.Partition == tp.Partition {
+		var first error
+		for topic, rs := range res.Topics {
+			for _, r := range rs {
 				if r.Error == nil {
-					p.added[tp] = true
+					p.added[TopicPartition{Topic: topic, Partition: r.Partition}] = true
+				} else if first == nil || !errors.Is(r.Error, kafka.Error(55)) {
+					first = r.Error // 55 OPERATION_NOT_ATTEMPTED only follows another's error
 				}
-				return r.Error
 			}
 		}
-		return fmt.Errorf("the coordinator's answer does not name %s/%d", tp.Topic, tp.Partition)
+		if first != nil {
+			return first
+		}
+		for _, tp := range tps {
+			if !p.added[tp] {
+				return fmt.Errorf("the coordinator's answer does not name %s/%d", tp.Topic, tp.Partition)
+			}
+		}
+		return nil
 	})
 }
 

@@ -73,6 +73,13 @@ func (p *TxnProducer) retry(ctx context.Context, op string, f func() error) erro
 		if unknownTopic(err) {
 			p.refreshMetadata()
 		}
+		if errors.Is(err, kafka.ConcurrentTransactions) && attempt == 1 {
+			// The coordinator is writing the last transaction's markers,
+			// a matter of milliseconds: Java retries AddPartitionsToTxn
+			// after 20 ms here rather than retry.backoff.ms; the first
+			// retry here waits 2 ms (the wait doubles from there).
+			wait = min(wait, 2*time.Millisecond)
+		}
 		level := slog.LevelDebug
 		if attempt%10 == 0 {
 			level = slog.LevelWarn

@@ -30,6 +30,49 @@ type Setup struct {
 	Poll      poll.Config // outbox.capture.mode and outbox.poll.*
 	Tolerance string      // errors.tolerance
 	Offsets   OffsetsConfig
+	// ExactlyOnce: exactly.once.support and the keys of Kafka transactions.
+	ExactlyOnce ExactlyOnceConfig
+}
+
+// ExactlyOnceConfig is exactly.once.support=required and its keys.
+type ExactlyOnceConfig struct {
+	Required        bool
+	TransactionalID string        // transactional.id, default the connector's name
+	Timeout         time.Duration // transaction.timeout.ms, default 60 s
+	Boundary        string        // transaction.boundary: poll (default) or interval
+	Interval        time.Duration // transaction.boundary.interval.ms, default offset.flush.interval.ms
+}
+
+func parseExactlyOnce(relay map[string]string, o OffsetsConfig, poll bool) (ExactlyOnceConfig, error) {
+	c := ExactlyOnceConfig{Required: strings.TrimSpace(relay["exactly.once.support"]) == "required",
+		TransactionalID: o.Connector, Timeout: 60 * time.Second, Boundary: sink.BoundaryPoll, Interval: o.Every}
+	if v := strings.TrimSpace(relay["transactional.id"]); v != "" {
+		c.TransactionalID = v
+	}
+	if v := strings.TrimSpace(relay["transaction.boundary"]); v != "" {
+		c.Boundary = v
+	}
+	var errs []error
+	for key, d := range map[string]*time.Duration{"transaction.timeout.ms": &c.Timeout, "transaction.boundary.interval.ms": &c.Interval} {
+		if v := strings.TrimSpace(relay[key]); v != "" {
+			ms, err := strconv.Atoi(v)
+			if err != nil || ms <= 0 {
+				errs = append(errs, fmt.Errorf("%s %q: write a positive number of milliseconds", key, v))
+			}
+			*d = time.Duration(ms) * time.Millisecond
+		}
+	}
+	if c.Boundary == sink.BoundaryInterval && c.Interval >= c.Timeout/2 {
+		errs = append(errs, fmt.Errorf("transaction.boundary.interval.ms %d must be under half of transaction.timeout.ms %d: a Kafka transaction open longer than the timeout is aborted by the coordinator; lower the interval or raise transaction.timeout.ms (up to the broker's transaction.max.timeout.ms)",
+			c.Interval.Milliseconds(), c.Timeout.Milliseconds()))
+	}
+	if c.Required && poll {
+		errs = append(errs, errors.New("exactly.once.support=required works with logical replication (the commit position skips what Kafka has); poll mode is at-least-once: remove exactly.once.support or outbox.capture.mode=poll"))
+	}
+	if c.Required && c.TransactionalID == "" {
+		errs = append(errs, errors.New("exactly.once.support=required needs a transactional.id: give the connector a name, or set transactional.id"))
+	}
+	return c, errors.Join(errs...)
 }
 
 // OffsetsConfig says where the confirmed position is recorded.
@@ -101,6 +144,8 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 		// Polling reads tables; logical decoding messages exist only in the WAL.
 		errs = append(errs, fmt.Errorf("%s=poll cannot read logical decoding messages (transforms has %s): use logical replication, or remove the decode transformation", poll.KeyMode, router.DecodeMessageClass))
 	}
+	eos, err := parseExactlyOnce(cfg.Relay, ocfg, pollCfg.Poll())
+	errs = append(errs, err)
 	tolerance := cfg.Relay["errors.tolerance"]
 	_, err = relay.ParseTolerance(tolerance)
 	errs = append(errs, err)
@@ -111,7 +156,7 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance, Offsets: ocfg}, nil
+	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance, Offsets: ocfg, ExactlyOnce: eos}, nil
 }
 
 // Producer returns the Kafka producer the configuration describes.
@@ -129,4 +174,15 @@ func (s *Setup) Poison(p *sink.Producer, log *slog.Logger) (relay.Poison, error)
 func (s *Setup) Positions(p *sink.Producer) relay.KafkaPositions {
 	o := s.Offsets
 	return relay.KafkaPositions{O: p.Offsets(o.Topic, o.Connector, s.Postgres.TopicPrefix, o.Replication)}
+}
+
+// TxnSink returns the transactional sink of exactly.once.support=required
+// on p's connections, recording positions in the offsets topic.
+func (s *Setup) TxnSink(p *sink.Producer, log *slog.Logger) (*sink.TxnSink, error) {
+	e, o := s.ExactlyOnce, s.Offsets
+	return sink.NewTxnSink(p, sink.TxnConfig{TransactionalID: e.TransactionalID, Timeout: e.Timeout, Boundary: e.Boundary, Interval: e.Interval,
+		OffsetsTopic: o.Topic, Connector: o.Connector, Server: s.Postgres.TopicPrefix, OffsetsReplication: o.Replication,
+		// Half of the relay's in-flight budget (relay.Options in main), so
+		// that a PostgreSQL transaction larger than it still streams.
+		CarryRecords: relay.DefaultMaxInFlightRecords / 2, CarryBytes: int(s.Kafka.BufferMemory / 2)}, log)
 }

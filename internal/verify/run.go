@@ -60,7 +60,11 @@ func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error 
 	for t := range topics {
 		names = append(names, t)
 	}
-	deliveries, err := Topics(ctx, dialer, set.Kafka.Brokers[0], names, "id")
+	read := Topics
+	if set.ExactlyOnce.Required {
+		read = TopicsCommitted // what a read_committed consumer sees
+	}
+	deliveries, err := read(ctx, dialer, set.Kafka.Brokers[0], names, "id")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,223 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
+)
+
+// Transactional is a Sink that writes whole PostgreSQL transactions in
+// Kafka transactions (exactly.once.support=required, invariant 10). The
+// session marks each PostgreSQL commit with Boundary; Send's ack means
+// "written inside the open Kafka transaction", so the position confirmed
+// to PostgreSQL is held at what Kafka committed (committedProgress).
+type Transactional interface {
+	Sink
+	// Boundary ends a PostgreSQL transaction at end (0: a point between
+	// snapshot rows or after a heartbeat, with no position to record).
+	Boundary(end pglogrepl.LSN)
+	// Committed returns the position the last Kafka commit recorded and
+	// whether every record sent is committed.
+	Committed() (pglogrepl.LSN, bool)
+	// Err is the failure that ended the sink's transactions: retried as a
+	// new session (sink.ErrTxnAborted) or final (sink.ErrTxnFenced).
+	Err() error
+	// SessionOrigin sets the server and timeline of the positions this
+	// session records and returns those of the position Load read ("":
+	// unknown).
+	SessionOrigin(server string) (recorded string)
+}
+
+// TxnSink adapts sink.TxnSink to Transactional, and is the session's
+// PositionStore too: Load starts the sink's session (fencing an older
+// instance) and reads the last committed position back read_committed;
+// Save records nothing, because every Kafka transaction records its own.
+type TxnSink struct {
+	S        *sink.TxnSink
+	headers  []sink.Header
+	recorded string // the origin of the position Load read
+}
+
+// Send converts the router's record for the sink; a record too large for
+// Kafka is rejected as poison.
+func (t *TxnSink) Send(ctx context.Context, r *router.Record, ack func(error)) error {
+	t.headers = t.headers[:0]
+	for _, h := range r.Headers {
+		t.headers = append(t.headers, sink.Header{Key: h.Key, Value: h.Value})
+	}
+	err := t.S.Send(ctx, sink.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
+		Headers: t.headers, Timestamp: r.Timestamp, EventID: r.EventID}, ack)
+	if errors.Is(err, sink.ErrRecordTooLarge) {
+		return fmt.Errorf("%w: %w", ErrRecordRejected, err)
+	}
+	return err
+}
+
+// Flush commits up to the last boundary.
+func (t *TxnSink) Flush(ctx context.Context) error { return t.S.Flush(ctx) }
+
+// Boundary ends a PostgreSQL transaction.
+func (t *TxnSink) Boundary(end pglogrepl.LSN) { t.S.Boundary(uint64(end)) }
+
+// Committed is what Kafka committed.
+func (t *TxnSink) Committed() (pglogrepl.LSN, bool) {
+	pos, all := t.S.Committed()
+	return pglogrepl.LSN(pos), all
+}
+
+// Err is the sink's failure.
+func (t *TxnSink) Err() error { return t.S.Err() }
+
+// Load starts the sink's session and reads the committed position.
+func (t *TxnSink) Load(ctx context.Context) (pglogrepl.LSN, bool, error) {
+	pos, found, err := t.S.Start(ctx)
+	t.recorded = pos.Origin
+	return pglogrepl.LSN(pos.LSN), found, err
+}
+
+// SessionOrigin sets the session's origin, returning the loaded one's.
+func (t *TxnSink) SessionOrigin(server string) string {
+	t.S.SetOrigin(server)
+	return t.recorded
+}
+
+// Save records nothing: each Kafka transaction carries its position.
+func (t *TxnSink) Save(_ context.Context, _ pglogrepl.LSN, ack func(error)) error {
+	ack(nil)
+	return nil
+}
+
+// Where names the offsets topic.
+func (t *TxnSink) Where() string {
+	return "offsets topic " + t.S.Offsets().Topic() + " (read_committed)"
+}
+
+// Forget says how to delete the recorded position.
+func (t *TxnSink) Forget() string {
+	o := t.S.Offsets()
+	return fmt.Sprintf("a record with key %s and a null value in topic %s, or another offsets.storage.topic", o.Key(), o.Topic())
+}
+
+// committedProgress is what the stream may confirm with a transactional
+// sink: the checkpoint's position (every record written), held at the
+// position of the last Kafka commit while records are not committed.
+// The checkpoint is read first: if every record sent is committed after
+// that read, so are the records it counted.
+type committedProgress struct {
+	*Checkpoint
+	sink  Transactional
+	start pglogrepl.LSN // the slot's confirmed position: confirmed already
+
+	mu   sync.Mutex
+	high pglogrepl.LSN // the most Confirmed returned: it never goes back
+}
+
+// Confirmed is the position covered by Kafka commits, never lower than
+// what it returned before.
+func (p *committedProgress) Confirmed() pglogrepl.LSN {
+	c := p.Checkpoint.Confirmed()
+	pos, all := p.sink.Committed()
+	if !all {
+		c = max(min(c, pos), p.start)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.high = max(p.high, c)
+	return p.high
+}
+
+// InFlight counts the records not yet committed in Kafka as in flight
+// (at least one while any is), so that the stream reports the commit's
+// position at confirm speed, not at the next status interval.
+func (p *committedProgress) InFlight() int {
+	n := p.Checkpoint.InFlight()
+	if _, all := p.sink.Committed(); !all {
+		n = max(n, 1)
+	}
+	return n
+}
+
+var _ capture.Progress = (*committedProgress)(nil)
+
+// checkTransactional refuses a Transactional sink that is not also
+// Options.Positions: its Load starts the sink's sessions, without which
+// every transaction fails.
+func checkTransactional(opt Options) error {
+	if _, ok := opt.Sink.(Transactional); !ok {
+		return nil
+	}
+	if ps, _ := opt.Sink.(PositionStore); ps == nil || ps != opt.Positions {
+		return errors.New("relay.Run: a Transactional sink must also be Options.Positions (its Load starts each session's Kafka transactions)")
+	}
+	return nil
+}
+
+// transactional returns the sink as Transactional, or nil.
+func (s *session) transactional() Transactional {
+	t, _ := s.opt.Sink.(Transactional)
+	return t
+}
+
+// skipCommitted reports whether a transaction beginning with ev is at or
+// below the position the last Kafka transaction recorded: it is in
+// Kafka already, and is skipped (exactly-once after a restart).
+func (s *session) skipCommitted(ev *capture.Event) bool {
+	return s.skipOK && !ev.Snapshot && ev.LSN < s.known.Recorded
+}
+
+// skipAllowed decides once per session whether the skip rule applies: only
+// when the recorded position is on the stream's server and timeline and
+// the slot was resumed. After a failover (a new timeline), a restore
+// elsewhere or a slot created anew, the WAL below the recorded position is
+// not the WAL Kafka has, and skipping would lose its transactions: it
+// warns and skips nothing (what Kafka has in that window is sent again).
+func (s *session) skipAllowed(st capture.Stream) bool {
+	if s.txs == nil {
+		return false
+	}
+	server, resumed := "", false
+	if o, ok := st.(capture.Origin); ok {
+		server, resumed = o.Origin()
+	}
+	recorded := s.txs.SessionOrigin(server)
+	if s.known.Recorded == 0 || resumed && server != "" && recorded == server {
+		return true
+	}
+	s.log.Warn("exactly-once: the recorded position is not on this stream's server, timeline and slot: skipping nothing below it (transactions Kafka has may be sent again)",
+		"recorded", s.known.Recorded.String(), "recorded_origin", recorded, "stream_origin", server, "slot_resumed", resumed)
+	return false
+}
+
+// allCommitted says whether Kafka committed every record sent (always,
+// without a transactional sink, where an ack is the commit): a slot is
+// dropped on stop only then, because the open Kafka transaction is
+// aborted when the sink closes.
+func (s *session) allCommitted() bool {
+	if s.txs == nil {
+		return true
+	}
+	_, all := s.txs.Committed()
+	return all
+}
+
+// Close aborts an open Kafka transaction and stops the sink.
+func (t *TxnSink) Close() error { return t.S.Close() }
+
+// fenced makes a fenced sink the session's outcome, whatever else ended
+// it (a zombie's PostgreSQL connections fail first): the relay stops
+// instead of competing for the slot again.
+func (s *session) fenced(cause error) error {
+	if s.txs != nil {
+		if err := s.txs.Err(); errors.Is(err, sink.ErrTxnFenced) {
+			return err
+		}
+	}
+	return cause
+}

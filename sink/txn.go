@@ -1,0 +1,468 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+)
+
+// Errors of the transactional sink. A failure of a Kafka transaction is
+// one of them, wrapping the broker's error.
+var (
+	// ErrTxnFenced: another producer with the same transactional.id took
+	// over (InitProducerId since ours): this instance must stop.
+	ErrTxnFenced = errors.New("sink: fenced by a newer producer with the same transactional.id")
+	// ErrTxnAborted: the Kafka transaction was aborted (a sequence the
+	// broker refused, an unknown producer id, a commit whose answer never
+	// came, ...). Nothing of it is visible to read_committed readers;
+	// relaying resumes from the last committed position.
+	ErrTxnAborted = errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position")
+	// ErrTxnRejected: Kafka refused the transaction for a reason a retry
+	// does not cure (a record too large for the topic, a missing ACL, a
+	// transaction.timeout.ms the broker does not allow): the relay stops,
+	// and the error names what to change.
+	ErrTxnRejected = errors.New("sink: Kafka refused the transaction permanently")
+)
+
+// Transaction boundaries (transaction.boundary).
+const (
+	BoundaryPoll     = "poll"     // commit what is at hand whenever the last commit is done
+	BoundaryInterval = "interval" // commit every transaction.boundary.interval.ms
+)
+
+// TxnConfig configures a TxnSink.
+type TxnConfig struct {
+	TransactionalID string        // transactional.id; the connector's name by default
+	Timeout         time.Duration // transaction.timeout.ms, default 60 s
+	Boundary        string        // transaction.boundary: poll (default) or interval
+	Interval        time.Duration // transaction.boundary.interval.ms (interval only)
+	// Offsets is where each transaction records its last commit position.
+	OffsetsTopic, Connector, Server string
+	OffsetsReplication              int
+	// CarryRecords and CarryBytes bound the records after the last
+	// boundary held back unacknowledged (default 5,000 and 1 MiB of
+	// recordSize): set them to half of the caller's in-flight budget, or a
+	// PostgreSQL transaction larger than the budget never finishes.
+	CarryRecords, CarryBytes int
+}
+
+// TxnSink writes records in Kafka transactions (exactly-once): each Kafka
+// transaction holds the records of whole PostgreSQL transactions (a
+// Boundary ends one), and, last, the offsets-topic record of the last
+// boundary's position; a read_committed reader sees the records and the
+// position together or not at all.
+//
+// Send hands a record over. The ack is called once the record is written
+// to its partition inside the open transaction (or with the reason it
+// never will be): it frees the caller's budget; what is committed is
+// Committed. One goroutine (the worker) drives the transactional producer.
+// Send, Boundary, Flush and Start belong to one caller goroutine.
+type TxnSink struct {
+	p       *Producer
+	cfg     TxnConfig
+	log     *slog.Logger
+	txn     txnProducer
+	offsets *Offsets
+	// load reads the last committed position back (offsets.LoadCommitted).
+	load func(context.Context) (Offset, bool, error)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	wake       chan struct{} // signalled when queue grows or a flush is wanted
+	changed    chan struct{} // closed and replaced when a commit or failure happens
+	queue      []txnItem
+	boundaries int64 // boundaries queued so far (their sequence numbers)
+	flushWant  int64 // commit at least up to this boundary now
+	committed  int64 // the last boundary committed
+	pos        uint64
+	pending    int // records sent and not committed
+	broken     error
+	origin     string // the session's server and timeline, recorded with each position
+	gen        int64  // the session: Start increments it; take returns it with its items
+
+	w txnWorker // the worker's own state; under workMu
+	// workMu is held by the worker during a round and by Start.
+	workMu sync.Mutex
+}
+
+// txnProducer is what the worker needs of kafkabatch.TxnProducer (a fake
+// in the unit tests).
+type txnProducer interface {
+	Init(ctx context.Context) error
+	Begin() error
+	Produce(ctx context.Context, tp kafkabatch.TopicPartition, msgs []kafkabatch.Message) (int64, error)
+	AddPartitions(ctx context.Context, tps []kafkabatch.TopicPartition) error
+	Commit(ctx context.Context) error
+	Abort(ctx context.Context) error
+}
+
+// txnItem is what Send and Boundary queue for the worker: a record, or a
+// boundary with its sequence number and position.
+type txnItem struct {
+	rec      *pending // nil for a boundary
+	seq      int64    // a boundary's sequence number
+	position uint64   // a boundary's position (0: none)
+}
+
+// NewTxnSink makes a transactional sink on p's connections and
+// configuration. It does not connect: Start does.
+func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) {
+	if cfg.Boundary == "" {
+		cfg.Boundary = BoundaryPoll
+	}
+	if cfg.Boundary != BoundaryPoll && cfg.Boundary != BoundaryInterval {
+		return nil, fmt.Errorf("sink: transaction.boundary=%s: write poll or interval", cfg.Boundary)
+	}
+	if cfg.Boundary == BoundaryInterval && cfg.Interval <= 0 {
+		return nil, errors.New("sink: transaction.boundary=interval needs a positive transaction.boundary.interval.ms")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	comp := kafkabatch.Compression(p.cfg.Compression)
+	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnConfig{TransactionalID: cfg.TransactionalID, TransactionTimeout: cfg.Timeout,
+		Compression: comp, RetryBackoff: p.cfg.RetryBackoff, RetryBackoffMax: p.cfg.RetryBackoffMax}, log)
+	if err != nil {
+		return nil, fmt.Errorf("sink: %w", err)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.CarryRecords <= 0 {
+		cfg.CarryRecords = 5000
+	}
+	if cfg.CarryBytes <= 0 {
+		cfg.CarryBytes = carryLimit
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &TxnSink{p: p, cfg: cfg, log: log.With("component", "txn-sink", "transactional_id", cfg.TransactionalID), txn: txn,
+		offsets: p.Offsets(cfg.OffsetsTopic, cfg.Connector, cfg.Server, cfg.OffsetsReplication),
+		ctx:     ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	s.load = s.offsets.LoadCommitted
+	s.w = txnWorker{s: s, parts: map[string]topicParts{}}
+	go s.work()
+	return s, nil
+}
+
+// Send queues r for the next transaction; its ack comes once it is
+// written inside it (nil), or with the reason it never will be. After a
+// failure it refuses records until Start.
+func (s *TxnSink) Send(ctx context.Context, r Record, onAck func(error)) error {
+	if r.Topic == "" {
+		return &RecordError{Partition: r.Partition, EventID: r.EventID, Err: errors.New("empty topic name")}
+	}
+	size := recordSize(r)
+	if size+batchOverhead > s.p.cfg.MaxRequestSize {
+		return &RecordError{Topic: r.Topic, Partition: r.Partition, EventID: r.EventID,
+			Err: fmt.Errorf("%w: %d bytes serialized (at most), %s is %d; raise %s (and the topic's max.message.bytes) or send a smaller payload",
+				ErrRecordTooLarge, size+batchOverhead, KeyMaxRequestSize, s.p.cfg.MaxRequestSize, KeyMaxRequestSize)}
+	}
+	pe := newPending(r, size, onAck)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return s.broken
+	}
+	s.queue = append(s.queue, txnItem{rec: pe})
+	s.pending++
+	s.signal()
+	return nil
+}
+
+// Boundary ends a PostgreSQL transaction (or marks a point between
+// records where a commit may fall, position 0): what was sent before may
+// be committed, with position recorded in the offsets topic.
+func (s *TxnSink) Boundary(position uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return
+	}
+	s.boundaries++
+	s.queue = append(s.queue, txnItem{seq: s.boundaries, position: position})
+	s.signal()
+}
+
+// signal wakes the worker (s.mu held); a wake already pending suffices.
+func (s *TxnSink) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Committed returns the position the last Kafka commit recorded, and
+// whether every record sent is committed (then anything acknowledged is).
+func (s *TxnSink) Committed() (position uint64, all bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pos, s.broken == nil && s.pending == 0
+}
+
+// Err is the failure that ended the sink's transactions, if any:
+// ErrTxnFenced or ErrTxnAborted, wrapped.
+func (s *TxnSink) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broken
+}
+
+// Flush commits everything up to the last boundary sent and waits for
+// it. Records after it (a PostgreSQL transaction not finished) stay out.
+func (s *TxnSink) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	want := s.boundaries
+	s.flushWant = max(s.flushWant, want)
+	s.signal()
+	for s.committed < want && s.broken == nil {
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("sink: committing the Kafka transaction: %w", ctx.Err())
+		}
+		s.mu.Lock()
+	}
+	err := s.broken
+	s.mu.Unlock()
+	return err
+}
+
+// notifyLocked wakes Flush waiters.
+func (s *TxnSink) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Start begins a session: it drops what a failed or stopped session left
+// (aborting its open transaction), gets the producer id and epoch
+// (InitProducerId, at every session: each is a takeover, fencing an older
+// instance and ending any transaction open at the coordinator, as
+// Connect's tasks call initTransactions at every start), and reads back,
+// read_committed, the last committed position. A fenced sink stays fenced.
+func (s *TxnSink) Start(ctx context.Context) (Offset, bool, error) {
+	if err := s.lockWorker(ctx); err != nil {
+		return Offset{}, false, fmt.Errorf("sink: starting a session: waiting for the last Kafka transaction's round: %w", err)
+	}
+	defer s.workMu.Unlock()
+	return s.startLocked(ctx)
+}
+
+// lockWorker takes workMu, or gives up when ctx ends first (the worker
+// retries a round until Kafka answers or the sink closes).
+func (s *TxnSink) lockWorker(ctx context.Context) error {
+	got := make(chan struct{})
+	go func() {
+		s.workMu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		go func() {
+			<-got
+			s.workMu.Unlock()
+		}()
+		return ctx.Err()
+	}
+}
+
+// startLocked is Start, with workMu held.
+func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
+	s.mu.Lock()
+	s.gen++ // what the worker took before this belongs to the last session
+	if errors.Is(s.broken, ErrTxnFenced) {
+		err := s.broken
+		s.mu.Unlock()
+		return Offset{}, false, err
+	}
+	queued := s.queue
+	s.queue, s.pending = nil, 0
+	s.committed, s.flushWant = s.boundaries, s.boundaries
+	s.mu.Unlock()
+	for _, it := range queued {
+		if it.rec != nil {
+			it.rec.onAck(ErrTxnAborted)
+		}
+	}
+	s.w.drop(ErrTxnAborted)
+	if err := s.w.reset(ctx); err != nil {
+		return Offset{}, false, err
+	}
+	pos, found, err := s.load(ctx)
+	if err != nil {
+		return Offset{}, false, err
+	}
+	s.mu.Lock()
+	s.broken, s.pos = nil, pos.LSN
+	s.mu.Unlock()
+	return pos, found, nil
+}
+
+// Close stops the worker first (ending a round that retries while Kafka
+// is down), then aborts an open transaction, best effort, within 5 s.
+func (s *TxnSink) Close() error {
+	s.cancel()
+	<-s.done
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	if s.w.open {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.txn.Abort(ctx)
+		cancel()
+		s.w.open = false
+	}
+	return nil
+}
+
+// fail ends the sink's transactions with err: queued records get it as
+// their ack, Send refuses new ones until Start.
+func (s *TxnSink) fail(err error) {
+	s.mu.Lock()
+	if s.broken == nil {
+		s.broken = err
+		s.notifyLocked()
+	}
+	queued := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, it := range queued {
+		if it.rec != nil {
+			it.rec.onAck(err)
+		}
+	}
+}
+
+// take waits for queued items, or until wait passes when wait > 0. It
+// returns them with the flush wanted and the session they belong to.
+func (s *TxnSink) take(wait time.Duration) ([]txnItem, int64, int64, bool) {
+	var timer <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		if s.ctx.Err() != nil {
+			return nil, 0, 0, false
+		}
+		s.mu.Lock()
+		gen := s.gen
+		if len(s.queue) > 0 || s.flushWant > s.committed && s.broken == nil {
+			items, fw := s.queue, s.flushWant
+			s.queue = nil
+			s.mu.Unlock()
+			return items, fw, gen, true
+		}
+		fw := s.flushWant
+		s.mu.Unlock()
+		select {
+		case <-s.wake:
+		case <-timer:
+			return nil, fw, gen, true
+		case <-s.ctx.Done():
+			return nil, 0, 0, false
+		}
+	}
+}
+
+// work is the worker goroutine: one round of the transaction per take.
+func (s *TxnSink) work() {
+	defer close(s.done)
+	for {
+		s.workMu.Lock()
+		wait, linger := s.w.wait(), s.w.linger()
+		s.workMu.Unlock()
+		if linger > 0 && !s.sleep(linger) {
+			return
+		}
+		items, flushWant, gen, ok := s.take(wait)
+		if !ok {
+			return
+		}
+		s.workMu.Lock()
+		s.step(items, flushWant, gen)
+		s.workMu.Unlock()
+	}
+}
+
+// step runs one round on what take returned, with workMu held; items of
+// an earlier session (or a failed sink) are acknowledged with the reason.
+func (s *TxnSink) step(items []txnItem, flushWant, gen int64) {
+	if err := s.stale(gen); err != nil {
+		for _, it := range items {
+			if it.rec != nil {
+				it.rec.onAck(err)
+			}
+		}
+	} else if err := s.w.round(items, flushWant); err != nil {
+		s.w.failed(err)
+	}
+}
+
+// stale says why items taken in session gen may not join a transaction:
+// the sink failed, or a Start began another session since (it aborted
+// the last one's records, and its position does not cover them).
+func (s *TxnSink) stale(gen int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return s.broken
+	}
+	if gen != s.gen {
+		return ErrTxnAborted
+	}
+	return nil
+}
+
+// sleep waits d, or until the sink closes (false).
+func (s *TxnSink) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// committedUpTo records a commit: the boundary seq with position pos
+// (0: keep the last one), n records.
+func (s *TxnSink) committedUpTo(seq int64, pos uint64, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.committed = max(s.committed, seq)
+	if pos > 0 {
+		s.pos = pos
+	}
+	s.pending -= n
+	s.notifyLocked()
+}
+
+// SetOrigin names the server and timeline ("<system id>/<timeline>") of
+// the positions this session's transactions record.
+func (s *TxnSink) SetOrigin(origin string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.origin = origin
+}
+
+func (s *TxnSink) originNow() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.origin
+}
+
+// Offsets is the store of the position the transactions record.
+func (s *TxnSink) Offsets() *Offsets { return s.offsets }

@@ -1,0 +1,456 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+)
+
+// carryLimit is the default of TxnConfig.CarryBytes, which with
+// CarryRecords bounds the records after the last boundary that the worker
+// holds back (they may not join a transaction that commits before their
+// PostgreSQL transaction ends). Past it they are written into the open
+// transaction at once (after committing what came before, if that was
+// pending), so that a PostgreSQL transaction larger than the relay's
+// in-flight budget still streams.
+const carryLimit = 1 << 20
+
+// txnWorker is the worker goroutine's state: the open Kafka transaction,
+// its per-partition batches not yet written, and the records held back.
+type txnWorker struct {
+	s     *TxnSink
+	parts map[string]topicParts
+
+	open     bool      // a Kafka transaction is open (something was written)
+	openedAt time.Time // when its first batch was written
+	written  int       // records written in it
+	batches  map[kafkabatch.TopicPartition]*txnBatch
+	order    []kafkabatch.TopicPartition // batches in first-use order
+	bSeq     int64                       // the last boundary in the transaction, not committed; 0: none
+	bPos     uint64                      // the last position among its boundaries
+	carry    []txnItem                   // records after the last boundary, held back
+	lastEnd  time.Time                   // when the last transaction committed
+	sticky   map[string]int              // null-key partition per topic in this transaction
+}
+
+// txnBatch is one partition's records not yet written, and their size.
+type txnBatch struct {
+	recs  []*pending
+	bytes int
+}
+
+// topicParts is a topic's partition count and when it was read.
+type topicParts struct {
+	n  int
+	at time.Time
+}
+
+// wait is how long the worker may wait for more records before a commit
+// is due (0: as long as it takes): the interval, and never past half of
+// transaction.timeout.ms, after which the coordinator would abort it.
+func (w *txnWorker) wait() time.Duration {
+	if w.bSeq == 0 || !w.open || w.s.cfg.Boundary != BoundaryInterval {
+		return 0
+	}
+	return max(time.Millisecond, min(w.s.cfg.Interval, w.s.cfg.Timeout/2)-time.Since(w.openedAt))
+}
+
+// linger is how long the worker waits after a commit before it takes
+// what is queued: linger.ms, as a producer batches. Under load each Kafka
+// transaction then carries more PostgreSQL transactions (its requests
+// cost CPU per transaction, not per record), and the coordinator has
+// written the last one's markers, which AddPartitionsToTxn otherwise
+// waits for (CONCURRENT_TRANSACTIONS).
+func (w *txnWorker) linger() time.Duration {
+	if w.lastEnd.IsZero() || w.s.cfg.Boundary != BoundaryPoll {
+		return 0
+	}
+	return w.s.p.cfg.Linger - time.Since(w.lastEnd)
+}
+
+// round adds what was queued to the transaction, up to the last boundary;
+// commits when due; holds back (or, past carryLimit, writes) the rest.
+func (w *txnWorker) round(items []txnItem, flushWant int64) error {
+	items = append(w.carry, items...)
+	w.carry = nil
+	last := -1
+	for i := range items {
+		if items[i].rec == nil {
+			last = i
+		}
+	}
+	for i, it := range items[:last+1] {
+		if it.rec != nil {
+			if err := w.add(it.rec); err != nil {
+				w.carry = items[i:] // not in a batch: drop acknowledges them
+				return err
+			}
+			continue
+		}
+		w.bSeq = it.seq
+		w.bPos = max(w.bPos, it.position)
+	}
+	tail := items[last+1:]
+	if w.bSeq > 0 {
+		commit := w.commit
+		if !w.due(flushWant) {
+			commit = func() error { return w.flushBatches() } // opens the transaction: its interval runs
+		}
+		if err := commit(); err != nil {
+			w.carry = tail
+			return err
+		}
+	}
+	bytes := 0
+	for _, it := range tail {
+		bytes += it.rec.size
+	}
+	if bytes < w.s.cfg.CarryBytes && len(tail) < w.s.cfg.CarryRecords {
+		w.carry = tail
+		return nil
+	}
+	if w.bSeq > 0 {
+		if err := w.commit(); err != nil {
+			w.carry = tail
+			return err
+		}
+	}
+	for i, it := range tail {
+		if err := w.add(it.rec); err != nil {
+			w.carry = tail[i:]
+			return err
+		}
+	}
+	return w.flushBatches()
+}
+
+// due says whether the transaction commits at its last boundary now.
+func (w *txnWorker) due(flushWant int64) bool {
+	cfg := &w.s.cfg
+	if !w.open && w.unwritten() == 0 {
+		return true // nothing written: no Kafka transaction to end
+	}
+	if cfg.Boundary == BoundaryPoll || flushWant >= w.bSeq {
+		return true
+	}
+	if !w.open {
+		return false // its interval starts when it opens
+	}
+	age := time.Since(w.openedAt)
+	return age >= cfg.Interval || age >= cfg.Timeout/2
+}
+
+// add puts a record in its partition's batch, writing the batch once it is full.
+func (w *txnWorker) add(pe *pending) error {
+	tp, err := w.partition(pe)
+	if err != nil {
+		return err
+	}
+	b := w.batches[tp]
+	if b == nil {
+		if w.batches == nil {
+			w.batches = map[kafkabatch.TopicPartition]*txnBatch{}
+		}
+		b = &txnBatch{}
+		w.batches[tp] = b
+		w.order = append(w.order, tp)
+	}
+	limit := min(w.s.p.cfg.BatchBytes, w.s.p.cfg.MaxRequestSize) - batchOverhead
+	if len(b.recs) > 0 && b.bytes+pe.size > limit {
+		if err := w.produce(tp, b); err != nil {
+			return err
+		}
+	}
+	b.recs = append(b.recs, pe)
+	b.bytes += pe.size
+	return nil
+}
+
+// partition picks a record's partition as the at-least-once producer
+// does (Java's murmur2 of the key; for a null key, one partition per
+// topic and Kafka transaction, sticky as Java's).
+func (w *txnWorker) partition(pe *pending) (kafkabatch.TopicPartition, error) {
+	if pe.partition >= 0 {
+		return kafkabatch.TopicPartition{Topic: pe.topic, Partition: pe.partition}, nil
+	}
+	n, err := w.partitions(pe.topic)
+	if err != nil {
+		return kafkabatch.TopicPartition{}, err
+	}
+	var p int
+	if pe.key != nil {
+		p = JavaPartition(pe.key, n, nil)
+	} else {
+		p = w.stickyPartition(pe.topic, n)
+	}
+	return kafkabatch.TopicPartition{Topic: pe.topic, Partition: p}, nil
+}
+
+// stickyPartition is the null-key partition of topic in the open
+// transaction, picked at random when the transaction first needs one.
+func (w *txnWorker) stickyPartition(topic string, n int) int {
+	if p, ok := w.sticky[topic]; ok && p < n {
+		return p
+	}
+	if w.sticky == nil {
+		w.sticky = map[string]int{}
+	}
+	p := rand.IntN(n)
+	w.sticky[topic] = p
+	return p
+}
+
+// partitions is topic's partition count, read again after metadata.max.age.ms.
+func (w *txnWorker) partitions(topic string) (int, error) {
+	if tp, ok := w.parts[topic]; ok && time.Since(tp.at) < w.s.p.cfg.MetadataMaxAge {
+		return tp.n, nil
+	}
+	n, err := w.s.p.EnsureTopic(w.s.ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	w.parts[topic] = topicParts{n: n, at: time.Now()}
+	return n, nil
+}
+
+// produce writes one batch inside the transaction (opening it first) and
+// acknowledges its records.
+func (w *txnWorker) produce(tp kafkabatch.TopicPartition, b *txnBatch) error {
+	if err := w.begin(); err != nil {
+		return err
+	}
+	msgs := make([]kafkabatch.Message, len(b.recs))
+	for i, pe := range b.recs {
+		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli(), Headers: batchHeaders(pe.headers)}
+	}
+	if _, err := w.s.txn.Produce(w.s.ctx, tp, msgs); err != nil {
+		return err
+	}
+	w.written += len(b.recs)
+	for _, pe := range b.recs {
+		pe.onAck(nil)
+	}
+	b.recs, b.bytes = b.recs[:0], 0
+	return nil
+}
+
+// batchHeaders converts a record's headers for the batch encoder.
+func batchHeaders(hs []kafka.Header) []kafkabatch.Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kafkabatch.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafkabatch.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+// unwritten counts the records in batches not yet written.
+func (w *txnWorker) unwritten() int {
+	n := 0
+	for _, b := range w.batches {
+		n += len(b.recs)
+	}
+	return n
+}
+
+// begin opens the Kafka transaction unless it is open.
+func (w *txnWorker) begin() error {
+	if w.open {
+		return nil
+	}
+	if err := w.s.txn.Begin(); err != nil {
+		return err
+	}
+	w.open, w.openedAt = true, time.Now()
+	return nil
+}
+
+// flushBatches writes every partition's batch, adding their partitions
+// (and extra) to the transaction in one request first.
+func (w *txnWorker) flushBatches(extra ...kafkabatch.TopicPartition) error {
+	tps := extra
+	for _, tp := range w.order {
+		if len(w.batches[tp].recs) > 0 {
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	if err := w.begin(); err != nil {
+		return err
+	}
+	if err := w.s.txn.AddPartitions(w.s.ctx, tps); err != nil {
+		return err
+	}
+	for _, tp := range w.order {
+		if b := w.batches[tp]; len(b.recs) > 0 {
+			if err := w.produce(tp, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// commit writes the batches, the position record and commits.
+func (w *txnWorker) commit() error {
+	seq, pos := w.bSeq, w.bPos
+	var extra []kafkabatch.TopicPartition
+	if pos > 0 && (w.open || w.unwritten() > 0) {
+		tp, err := w.positionPartition()
+		if err != nil {
+			return err
+		}
+		extra = append(extra, tp)
+	}
+	if err := w.flushBatches(extra...); err != nil {
+		return err
+	}
+	if !w.open {
+		w.bSeq, w.bPos = 0, 0
+		w.s.committedUpTo(seq, 0, 0)
+		return nil
+	}
+	if pos > 0 {
+		if err := w.position(pos); err != nil {
+			return err
+		}
+	}
+	if err := w.s.txn.Commit(w.s.ctx); err != nil {
+		return err
+	}
+	n := w.written
+	w.open, w.written, w.bSeq, w.bPos, w.lastEnd = false, 0, 0, 0, time.Now()
+	clear(w.sticky)
+	w.s.committedUpTo(seq, pos, n)
+	return nil
+}
+
+// position writes the offsets-topic record of pos inside the transaction.
+func (w *txnWorker) position(pos uint64) error {
+	o := w.s.offsets
+	tp, err := w.positionPartition()
+	if err != nil {
+		return err
+	}
+	v, err := o.value(Offset{LSN: pos, Time: time.Now(), Origin: w.s.originNow()})
+	if err != nil {
+		return err
+	}
+	_, err = w.s.txn.Produce(w.s.ctx, tp, []kafkabatch.Message{{Key: o.key, Value: v, Timestamp: time.Now().UnixMilli()}})
+	return err
+}
+
+// failed ends the transaction after err: a fenced producer stops for
+// good; anything else is aborted (or, when the abort fails too, ended by
+// the next InitProducerId), and the session resumes from the last
+// committed position.
+func (w *txnWorker) failed(err error) {
+	var final error
+	if errors.Is(err, kafkabatch.ErrFenced) {
+		note := "another outboxrelay with this transactional.id (a second instance with this config, or the failover pair's other instance after this one lost the lock) ran InitProducerId; if there is none, the transaction outlived transaction.timeout.ms and the coordinator aborted it: raise transaction.timeout.ms"
+		if w.open && time.Since(w.openedAt) >= w.s.cfg.Timeout {
+			note = fmt.Sprintf("the transaction was open %s, longer than transaction.timeout.ms %s, and the coordinator aborted it (raise transaction.timeout.ms, up to the broker's transaction.max.timeout.ms), or another outboxrelay with this transactional.id ran InitProducerId",
+				time.Since(w.openedAt).Round(time.Millisecond), w.s.cfg.Timeout)
+		}
+		final = fmt.Errorf("exactly-once: stopping, %w %q: %s: %w", ErrTxnFenced, w.s.cfg.TransactionalID, note, err)
+	} else {
+		if w.open {
+			ctx, cancel := context.WithTimeout(w.s.ctx, w.s.cfg.Timeout)
+			if aerr := w.s.txn.Abort(ctx); aerr != nil {
+				w.s.log.Warn("aborting the Kafka transaction failed; the next InitProducerId ends it", "err", aerr)
+			}
+			cancel()
+			w.open = false
+		}
+		final = w.permanent(err)
+		if final == nil {
+			final = fmt.Errorf("%w: %w", ErrTxnAborted, err)
+		}
+	}
+	w.s.log.Warn("exactly-once: Kafka transaction failed", "err", err, "records_in_it", w.written)
+	w.drop(final)
+	w.s.fail(final)
+}
+
+// permanent is the final error of a broker answer that a retry of the
+// same records cannot cure, naming the fix; nil for any other error.
+func (w *txnWorker) permanent(err error) error {
+	switch {
+	case errors.Is(err, kafka.MessageSizeTooLarge), errors.Is(err, kafka.RecordListTooLarge), errors.Is(err, kafka.InvalidRecord):
+		return fmt.Errorf("exactly-once: %w: Kafka refused a record of the transaction: raise the topic's max.message.bytes above %s (%d), or send smaller payloads: %w",
+			ErrTxnRejected, KeyMaxRequestSize, w.s.p.cfg.MaxRequestSize, err)
+	case errors.Is(err, kafka.TopicAuthorizationFailed), errors.Is(err, kafka.TransactionalIDAuthorizationFailed), errors.Is(err, kafka.ClusterAuthorizationFailed):
+		return fmt.Errorf("exactly-once: %w: not authorized: grant the principal WRITE and DESCRIBE on the transactional id and WRITE on the topics, e.g. kafka-acls --add --allow-principal User:<name> --operation Write --operation Describe --transactional-id %q: %w",
+			ErrTxnRejected, w.s.cfg.TransactionalID, err)
+	case errors.Is(err, kafka.InvalidTransactionTimeout):
+		return fmt.Errorf("exactly-once: %w: transaction.timeout.ms %d is above the broker's transaction.max.timeout.ms: lower it, or raise the broker's: %w",
+			ErrTxnRejected, w.s.cfg.Timeout.Milliseconds(), err)
+	}
+	return nil
+}
+
+// drop gives err to every record the worker holds and forgets the
+// transaction's contents (the transaction itself is ended by the caller).
+func (w *txnWorker) drop(err error) {
+	for _, tp := range w.order {
+		for _, pe := range w.batches[tp].recs {
+			pe.onAck(err)
+		}
+	}
+	for _, it := range w.carry {
+		if it.rec != nil {
+			it.rec.onAck(err)
+		}
+	}
+	clear(w.batches)
+	w.order, w.carry, w.written, w.bSeq, w.bPos = w.order[:0], nil, 0, 0, 0
+}
+
+// reset ends what a previous session left open and gets a new epoch
+// (InitProducerId): an instance that was standby while another took over
+// resumes with a current epoch instead of being fenced at its first write.
+func (w *txnWorker) reset(ctx context.Context) error {
+	if w.open {
+		if err := w.s.txn.Abort(ctx); err != nil && errors.Is(err, kafkabatch.ErrFenced) {
+			return fmt.Errorf("exactly-once: %w: %w", ErrTxnFenced, err)
+		}
+		w.open = false
+	}
+	if err := w.s.txn.Init(ctx); err != nil {
+		if perr := w.permanent(err); perr != nil {
+			err = perr
+		} else if errors.Is(err, kafkabatch.ErrFenced) {
+			err = fmt.Errorf("%w: %w", ErrTxnFenced, err)
+		}
+		return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
+	}
+	return nil
+}
+
+// positionPartition is the offsets topic's partition of the position
+// record. It never creates the topic (that would give it the data topics'
+// settings, not compacted): Start's LoadCommitted does, and a topic gone
+// while running fails the transaction, so the next session creates it.
+func (w *txnWorker) positionPartition() (kafkabatch.TopicPartition, error) {
+	o := w.s.offsets
+	tp, ok := w.parts[o.topic]
+	n := tp.n
+	if !ok || time.Since(tp.at) >= w.s.p.cfg.MetadataMaxAge {
+		var err error
+		if n, err = w.s.p.partitionCount(w.s.ctx, o.topic, false); err != nil {
+			return kafkabatch.TopicPartition{}, fmt.Errorf("exactly-once: the offsets topic %s: %w", o.topic, err)
+		}
+		w.parts[o.topic] = topicParts{n: n, at: time.Now()}
+	}
+	return kafkabatch.TopicPartition{Topic: o.topic, Partition: JavaPartition(o.key, n, nil)}, nil
+}
