@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/jackc/pglogrepl"
@@ -41,23 +40,14 @@ type Transactional interface {
 // Save records nothing, because every Kafka transaction records its own.
 type TxnSink struct {
 	S        *sink.TxnSink
-	headers  []sink.Header
+	buf      recordBuffer
 	recorded string // the origin of the position Load read
 }
 
 // Send converts the router's record for the sink; a record too large for
 // Kafka is rejected as poison.
 func (t *TxnSink) Send(ctx context.Context, r *router.Record, ack func(error)) error {
-	t.headers = t.headers[:0]
-	for _, h := range r.Headers {
-		t.headers = append(t.headers, sink.Header{Key: h.Key, Value: h.Value})
-	}
-	err := t.S.Send(ctx, sink.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
-		Headers: t.headers, Timestamp: r.Timestamp, EventID: r.EventID}, ack)
-	if errors.Is(err, sink.ErrRecordTooLarge) {
-		return fmt.Errorf("%w: %w", ErrRecordRejected, err)
-	}
-	return err
+	return rejectTooLarge(t.S.Send(ctx, t.buf.record(r), ack))
 }
 
 // Flush commits up to the last boundary.
@@ -100,10 +90,7 @@ func (t *TxnSink) Where() string {
 }
 
 // Forget says how to delete the recorded position.
-func (t *TxnSink) Forget() string {
-	o := t.S.Offsets()
-	return fmt.Sprintf("a record with key %s and a null value in topic %s, or another offsets.storage.topic", o.Key(), o.Topic())
-}
+func (t *TxnSink) Forget() string { return KafkaPositions{O: t.S.Offsets()}.Forget() }
 
 // committedProgress is what the stream may confirm with a transactional
 // sink: the checkpoint's position (every record written), held at the

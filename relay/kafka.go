@@ -20,28 +20,33 @@ var ErrRecordRejected = errors.New("record rejected")
 // goroutine is its only caller, so one header buffer is reused; the
 // producer copies the record before Send returns.
 type ProducerSink struct {
-	P       *sink.Producer
-	headers []sink.Header
+	P   *sink.Producer
+	buf recordBuffer
 }
 
 // Send converts the router's record for the producer; a record too large
 // for Kafka is rejected as poison.
 func (s *ProducerSink) Send(ctx context.Context, r *router.Record, ack func(error)) error {
-	s.headers = s.headers[:0]
+	return rejectTooLarge(s.P.Send(ctx, s.buf.record(r), ack))
+}
+
+// recordBuffer converts the router's records for the sink, reusing one
+// header buffer: the sink copies a record before its Send returns.
+type recordBuffer struct{ headers []sink.Header }
+
+func (b *recordBuffer) record(r *router.Record) sink.Record {
+	b.headers = b.headers[:0]
 	for _, h := range r.Headers {
-		s.headers = append(s.headers, sink.Header{Key: h.Key, Value: h.Value})
+		b.headers = append(b.headers, sink.Header{Key: h.Key, Value: h.Value})
 	}
-	err := s.P.Send(ctx, sink.Record{
-		Topic:     r.Topic,
-		Partition: r.Partition,
-		Key:       r.Key,
-		Value:     r.Value,
-		Headers:   s.headers,
-		Timestamp: r.Timestamp,
-		EventID:   r.EventID,
-	}, ack)
+	return sink.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
+		Headers: b.headers, Timestamp: r.Timestamp, EventID: r.EventID}
+}
+
+// rejectTooLarge marks a record too large for Kafka as ErrRecordRejected:
+// the record, not the connection, is at fault (a poison row).
+func rejectTooLarge(err error) error {
 	if errors.Is(err, sink.ErrRecordTooLarge) {
-		// The record, not the connection, is at fault: a poison row.
 		return fmt.Errorf("%w: %w", ErrRecordRejected, err)
 	}
 	return err
