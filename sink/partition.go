@@ -9,6 +9,8 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
 // partitionWorker owns one topic-partition: an ordered queue and the one
@@ -183,13 +185,21 @@ func (w *partitionWorker) deliver(batch []*pending) {
 // produceRetrying sends batch, retrying transient failures with capped
 // exponential backoff until it succeeds, fails for good, or the producer
 // closes (ErrClosed). Nothing else of the partition is sent meanwhile: that
-// is what keeps per-key order across retries and outages.
+// is what keeps per-key order across retries and outages. The batch is
+// encoded once and every retry resends the same bytes.
 func (w *partitionWorker) produceRetrying(batch []*pending) error {
 	rl := retryLog{log: w.p.log, what: "produce", attrs: []any{
 		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].eventID,
 	}}
+	var enc []byte // the batch on the wire, once encoded
 	for {
-		err := w.produce(batch)
+		var err error
+		if enc == nil {
+			enc, err = w.encode(batch)
+		}
+		if err == nil {
+			err = w.produce(enc)
+		}
 		if err == nil {
 			rl.recovered()
 			w.p.observeProduced(batch)
@@ -238,24 +248,26 @@ func (w *partitionWorker) partitionGone() error {
 		ErrNoSuchPartition, w.key.partition, w.key.topic, n)
 }
 
-func (w *partitionWorker) produce(batch []*pending) error {
+// encode writes batch as one record batch (message format v2) the way
+// Java's producer does, compressed with compression.type.
+func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
+	b, err := kafkabatch.Build(kafkabatch.NoProducer, w.p.cfg.Compression, batchMessages(batch))
+	if err != nil {
+		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)
+	}
+	enc, err := kafkabatch.Encode(&b)
+	if err != nil {
+		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)
+	}
+	return enc, nil
+}
+
+// produce sends one encoded batch, bounded by request.timeout.ms.
+func (w *partitionWorker) produce(enc []byte) error {
 	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
 	defer cancel()
-	// A reader per request: when ctx ends, Produce returns while kafka-go's
-	// connection goroutine may still be encoding from it, so a reader
-	// shared with the retry would be read by both.
-	reader := &batchReader{batch: batch}
-	res, err := w.p.client.Produce(ctx, &kafka.ProduceRequest{
-		Topic:        w.key.topic,
-		Partition:    w.key.partition,
-		RequiredAcks: kafka.RequireAll,
-		Compression:  w.p.cfg.Compression,
-		Records:      reader,
-	})
-	if err != nil {
-		return err
-	}
-	return res.Error
+	_, err := w.p.produceRaw(ctx, w.key, enc)
+	return err
 }
 
 // staleLeader reports errors after which kafka-go's cached cluster layout
