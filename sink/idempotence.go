@@ -107,3 +107,18 @@ func refusedIdempotence(err error) error {
 func sequenceLost(err error) bool {
 	return errors.Is(err, kafka.OutOfOrderSequenceNumber) || errors.Is(err, kafka.UnknownProducerId) || errors.Is(err, kafka.InvalidProducerEpoch)
 }
+
+// IdempotentProducerID asks for the producer id the idempotent producer
+// writes with, as its first batch would (InitProducerId without a
+// transactional id: it fences nothing, so `outboxrelay check` may ask).
+// ok is false with enable.idempotence=false. An authorization failure
+// names the ACL and the key.
+func (p *Producer) IdempotentProducerID(ctx context.Context) (id int64, ok bool, err error) {
+	if p.idem == nil {
+		return kafkabatch.NoProducerID, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	cur, err := p.idem.current(ctx)
+	return cur.id, true, err
+}
