@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
+	"strconv"
 	"sync"
+	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/initproducerid"
+	metadataAPI "github.com/segmentio/kafka-go/protocol/metadata"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
-// errIdempotenceRefused marks the brokers' refusal of the idempotent
+// ErrIdempotenceRefused marks the brokers' refusal of the idempotent
 // producer (InitProducerId or an idempotent produce answered
 // CLUSTER_AUTHORIZATION_FAILED): the message names enable.idempotence=false.
-var errIdempotenceRefused = errors.New("the brokers refuse the idempotent producer")
+var ErrIdempotenceRefused = errors.New("the brokers refuse the idempotent producer")
 
 // producerEpoch is a producer id and the epoch of it a batch is stamped with.
 type producerEpoch struct {
@@ -36,35 +41,66 @@ func noProducerEpoch() producerEpoch {
 // when the epoch it used is no longer current. mu serializes InitProducerId
 // and epoch bumps: partitions sharing the producer id never race on them.
 type idempotence struct {
-	client *kafka.Client
-	log    *slog.Logger
+	p   *Producer // its transport and metadata: InitProducerId goes to any broker
+	log *slog.Logger
 
-	mu  sync.Mutex
-	cur producerEpoch // noProducerEpoch until InitProducerId answered
+	mu    sync.Mutex
+	cur   producerEpoch // noProducerEpoch until InitProducerId answered
+	fatal error         // the brokers refused the producer: every batch fails with it
 }
+
+// producerIDError is a failure to get a producer id (InitProducerId): no
+// batch was sent, so it says nothing about the batch's records.
+type producerIDError struct{ err error }
+
+func (e *producerIDError) Error() string {
+	return fmt.Sprintf("sink: asking for a producer id (InitProducerId, %s=true): %v", KeyIdempotence, e.err)
+}
+
+func (e *producerIDError) Unwrap() error { return e.err }
 
 // current returns the producer id and epoch, first asking the brokers for
 // an id (InitProducerId without a transactional id) when there is none:
 // once at the producer's start, and again only after the epoch ran out.
-// Other partitions wait meanwhile, for one request timeout at most; a
-// failure is the caller's to retry (COORDINATOR_LOAD_IN_PROGRESS, a broker
-// down) or to report (an authorization error, naming the way out).
+// mu is held across the request, so a partition asking meanwhile waits for
+// it and then, when it failed, makes its own attempt: with the brokers
+// down, the k-th partition's first attempt ends after about k request
+// timeouts (a success serves every partition at once). A transient failure
+// is the caller's to retry (COORDINATOR_LOAD_IN_PROGRESS, a broker down);
+// a refusal (CLUSTER_AUTHORIZATION_FAILED, or an answer no retry heals) is
+// kept, as Java's producer makes it fatal, and returned from then on
+// without asking again.
 func (s *idempotence) current(ctx context.Context) (producerEpoch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fatal != nil {
+		return noProducerEpoch(), s.fatal
+	}
 	if s.cur.id != kafkabatch.NoProducerID {
 		return s.cur, nil
 	}
-	res, err := s.client.InitProducerID(ctx, &kafka.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1})
-	if err == nil {
-		err = res.Error
-	}
+	cur, err := s.p.initProducerID(ctx)
 	if err != nil {
-		return noProducerEpoch(), refusedIdempotence(fmt.Errorf("sink: asking for a producer id (InitProducerId, %s=true): %w", KeyIdempotence, err))
+		err = refusedIdempotence(&producerIDError{err})
+		if !retryable(err) {
+			s.fatal = err
+		}
+		return noProducerEpoch(), err
 	}
-	s.cur = producerEpoch{id: int64(res.Producer.ProducerID), epoch: int16(res.Producer.ProducerEpoch)}
+	s.cur = cur
 	s.log.Info("idempotent producer initialized", "producer_id", s.cur.id, "producer_epoch", s.cur.epoch)
 	return s.cur, nil
+}
+
+// refuse makes err, a produce answered CLUSTER_AUTHORIZATION_FAILED for an
+// idempotent batch, fatal to the producer, as Java's producer does: every
+// later batch fails with it rather than being sent to be refused too.
+func (s *idempotence) refuse(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fatal == nil {
+		s.fatal = err
+	}
 }
 
 // bump moves the producer past the epoch from, after a partition's broker
@@ -98,15 +134,30 @@ func refusedIdempotence(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w (brokers before Kafka 2.8 need IDEMPOTENT_WRITE on the cluster, later ones WRITE on a topic: `kafka-acls --add --allow-principal User:<user> --operation IdempotentWrite --cluster`; or set %s=false, and a retry after a lost answer may then write a batch twice)",
-		err, errIdempotenceRefused, KeyIdempotence)
+		err, ErrIdempotenceRefused, KeyIdempotence)
 }
 
 // sequenceLost reports the partition answers after which an idempotent
 // producer bumps its epoch and resends: the broker lost the producer's
 // state for the partition or finds a gap in its sequence.
 func sequenceLost(err error) bool {
-	return errors.Is(err, kafka.OutOfOrderSequenceNumber) || errors.Is(err, kafka.UnknownProducerId) || errors.Is(err, kafka.InvalidProducerEpoch)
+	return errors.Is(err, kafka.OutOfOrderSequenceNumber) || errors.Is(err, kafka.UnknownProducerId)
 }
+
+// producerFailure reports a batch's failure that is the idempotent
+// producer's, not its records': no producer id, the brokers refusing the
+// producer, its epoch or sequence refused for good. Sending the records
+// one by one would only repeat it for each.
+func producerFailure(err error) bool {
+	var pid *producerIDError
+	return errors.As(err, &pid) || errors.Is(err, ErrIdempotenceRefused) ||
+		errors.Is(err, kafka.InvalidProducerEpoch) || sequenceLost(err)
+}
+
+// Retriable reports whether the producer retries err (a network error, a
+// timeout, COORDINATOR_LOAD_IN_PROGRESS, ...) rather than failing with it,
+// for callers that make their own attempts (`outboxrelay check`).
+func Retriable(err error) bool { return retryable(err) }
 
 // IdempotentProducerID asks for the producer id the idempotent producer
 // writes with, as its first batch would (InitProducerId without a
@@ -121,4 +172,62 @@ func (p *Producer) IdempotentProducerID(ctx context.Context) (id int64, ok bool,
 	defer cancel()
 	cur, err := p.idem.current(ctx)
 	return cur.id, true, err
+}
+
+// initProducerID asks a broker for a producer id with InitProducerId
+// without a transactional id, sent straight to a broker of the cluster as
+// Java's producer does (to its least loaded node). kafka-go's Client and
+// Transport would first look up a transaction coordinator for the empty
+// transactional id (FindCoordinator), which makes the broker create the
+// __transaction_state topic when it is missing and, with an authorizer,
+// log a denied DESCRIBE on transactional id "": not what an at-least-once
+// producer, or `outboxrelay check`, should do to a cluster. The brokers
+// come from kafka-go's cached metadata; one that cannot be reached is
+// skipped for the next.
+func (p *Producer) initProducerID(ctx context.Context) (producerEpoch, error) {
+	r, err := p.transport.RoundTrip(ctx, p.client.Addr, &metadataAPI.Request{})
+	if err != nil {
+		return noProducerEpoch(), fmt.Errorf("fetching the brokers (metadata): %w", err)
+	}
+	brokers := r.(*metadataAPI.Response).Brokers
+	if len(brokers) == 0 {
+		return noProducerEpoch(), errors.New("the metadata names no broker")
+	}
+	var errs []error
+	for _, b := range brokers {
+		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		pe, err := p.initProducerIDAt(ctx, addr)
+		var ke kafka.Error
+		if err == nil || errors.As(err, &ke) || ctx.Err() != nil {
+			return pe, err // an answer, or no time left
+		}
+		errs = append(errs, err)
+	}
+	return noProducerEpoch(), errors.Join(errs...)
+}
+
+// initProducerIDAt sends InitProducerId on a connection of its own to the
+// broker at addr, closed afterwards: the request is rare (once at start).
+func (p *Producer) initProducerIDAt(ctx context.Context, addr string) (producerEpoch, error) {
+	pc, err := p.dialBroker(ctx, addr)
+	if err != nil {
+		return noProducerEpoch(), err
+	}
+	defer pc.Close()
+	deadline, _ := ctx.Deadline()
+	_ = pc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = pc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	m, err := pc.RoundTrip(&initproducerid.Request{ProducerID: -1, ProducerEpoch: -1})
+	if err != nil {
+		return noProducerEpoch(), fmt.Errorf("InitProducerId to broker %s: %w", addr, err)
+	}
+	res, ok := m.(*initproducerid.Response)
+	if !ok {
+		return noProducerEpoch(), fmt.Errorf("broker %s answered InitProducerId with %T", addr, m)
+	}
+	if res.ErrorCode != 0 {
+		return noProducerEpoch(), fmt.Errorf("broker %s: %w", addr, kafka.Error(res.ErrorCode))
+	}
+	return producerEpoch{id: res.ProducerID, epoch: res.ProducerEpoch}, nil
 }

@@ -172,10 +172,13 @@ func (w *partitionWorker) takeLocked(limit int) []*pending {
 // deliver sends batch until it succeeds or fails for good, then acks it.
 // When a batch fails for good it is sent again one record at a time, in
 // order, so that only the records Kafka refuses fail (a batch-level
-// MESSAGE_TOO_LARGE usually means one big record, not all of them).
+// MESSAGE_TOO_LARGE usually means one big record, not all of them). A
+// failure of the idempotent producer itself (no producer id, the brokers
+// refusing it, its epoch refused) says nothing of the records: the whole
+// batch fails with it, once, instead of once per record.
 func (w *partitionWorker) deliver(batch []*pending) {
 	err := w.produceRetrying(batch)
-	if err == nil || errors.Is(err, ErrClosed) || len(batch) == 1 {
+	if err == nil || errors.Is(err, ErrClosed) || len(batch) == 1 || producerFailure(err) {
 		for _, pe := range batch {
 			w.p.ack(pe, err)
 		}
@@ -213,6 +216,7 @@ func (w *partitionWorker) sendRetrying(batch []*pending) error {
 		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].eventID,
 	}}
 	var enc []byte // the batch on the wire, once encoded
+	bumps := 0     // epoch bumps for this batch (sequence lost)
 	for {
 		var err error
 		if enc == nil {
@@ -230,13 +234,15 @@ func (w *partitionWorker) sendRetrying(batch []*pending) error {
 		if w.p.ctx.Err() != nil {
 			return ErrClosed
 		}
-		if w.p.idem != nil && sequenceLost(err) {
-			w.p.log.Warn("the broker lost or refused the partition's idempotent sequence; bumping the producer epoch and resending the batch from sequence 0 (if an earlier attempt of it was written, it is now written twice: at-least-once)",
-				"topic", w.key.topic, "partition", w.key.partition, "producer_id", w.epoch.id, "producer_epoch", w.epoch.epoch, "sequence", w.seq, "records", len(batch), "error", err)
-			w.p.idem.bump(w.epoch)
-			enc = nil
+		fail := false
+		if w.p.idem != nil && enc != nil {
+			var restamp bool
+			restamp, fail, err = w.idempotentAnswer(err, &bumps, len(batch))
+			if restamp {
+				enc = nil
+			}
 		}
-		if !retryable(err) {
+		if fail || !retryable(err) {
 			w.p.observeFailed(err, false)
 			return err
 		}
@@ -319,7 +325,44 @@ func (w *partitionWorker) produce(enc []byte) error {
 	if errors.Is(err, kafka.DuplicateSequenceNumber) {
 		return nil
 	}
-	return refusedIdempotence(err)
+	err = refusedIdempotence(err)
+	if errors.Is(err, ErrIdempotenceRefused) {
+		w.p.idem.refuse(err)
+	}
+	return err
+}
+
+// maxBumpsPerBatch: how often one batch may bump the epoch after its
+// sequence was lost. A correct broker takes (new epoch, sequence 0) at
+// once; one that keeps refusing would otherwise burn an epoch, and reset
+// every partition's sequence, at each backoff step.
+const maxBumpsPerBatch = 2
+
+// idempotentAnswer decides on an idempotent batch's failed produce, as
+// Java's idempotent producer (Sender, TransactionManager.canRetry and
+// handleFailedBatch): OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID
+// (the broker lost or refused the partition's sequence) bump the epoch and
+// the batch is stamped again from sequence 0 (restamp), at most
+// maxBumpsPerBatch times; INVALID_PRODUCER_EPOCH, which a correct broker
+// never answers this producer, is not retried: the batch fails (fail), and
+// produceRetrying bumps the epoch for the next batch.
+func (w *partitionWorker) idempotentAnswer(err error, bumps *int, records int) (restamp, fail bool, _ error) {
+	attrs := []any{"topic", w.key.topic, "partition", w.key.partition, "producer_id", w.epoch.id,
+		"producer_epoch", w.epoch.epoch, "sequence", w.seq, "records", records, "error", err}
+	switch {
+	case errors.Is(err, kafka.InvalidProducerEpoch):
+		return false, true, fmt.Errorf("%w (the broker holds a newer epoch of producer id %d for %s/%d than the batch's %d; the batch fails, as with Java's idempotent producer)",
+			err, w.epoch.id, w.key.topic, w.key.partition, w.epoch.epoch)
+	case !sequenceLost(err):
+		return false, false, err
+	case *bumps >= maxBumpsPerBatch:
+		w.p.log.Error("the broker refuses the partition's idempotent sequence even from sequence 0 of a new epoch; failing the batch", attrs...)
+		return false, true, fmt.Errorf("%w (still after %d epoch bumps for this batch: a broker, or a proxy, that keeps refusing the producer's sequence)", err, *bumps)
+	}
+	*bumps++
+	w.p.log.Warn("the broker lost or refused the partition's idempotent sequence; bumping the producer epoch and resending the batch from sequence 0 (if an earlier attempt of it was written, it is now written twice: at-least-once)", attrs...)
+	w.p.idem.bump(w.epoch)
+	return true, false, err
 }
 
 // staleLeader reports errors after which kafka-go's cached cluster layout

@@ -76,7 +76,7 @@ func NewProducer(cfg Config, log *slog.Logger) (*Producer, error) {
 		workers:   make(map[topicPartition]*partitionWorker),
 	}
 	if !cfg.DisableIdempotence {
-		p.idem = &idempotence{client: p.client, log: p.log, cur: noProducerEpoch()}
+		p.idem = &idempotence{p: p, log: p.log, cur: noProducerEpoch()}
 	}
 	return p, nil
 }
