@@ -165,11 +165,7 @@ func checkLostAnswer(t *testing.T, cfg Config, topic string, idempotent bool) {
 	a := newAcks()
 	ids := sendBatch(t, p, a, topic, "ev", 5)
 	a.exactlyOnce(t, ids)
-	for _, id := range ids {
-		if err := a.err(id); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
+	a.allOK(t, ids)
 	if l.lost.Load() != 1 {
 		t.Fatalf("%d produce answers lost, want 1", l.lost.Load())
 	}
@@ -222,20 +218,8 @@ func TestIdempotentOutOfOrderBumpsEpoch(t *testing.T) {
 			if len(got) != 4 {
 				t.Fatalf("%d produce requests, want 4", len(got))
 			}
-			first := got[0].batch
-			type stamp struct {
-				id    int64
-				epoch int16
-				seq   int32
-			}
-			want := []stamp{{first.ProducerID, first.ProducerEpoch, 0}, {first.ProducerID, first.ProducerEpoch, 3},
-				{first.ProducerID, first.ProducerEpoch + 1, 0}, {first.ProducerID, first.ProducerEpoch + 1, 2}}
-			for i, w := range want {
-				b := got[i].batch
-				if g := (stamp{b.ProducerID, b.ProducerEpoch, b.BaseSequence}); g != w {
-					t.Errorf("request %d: producer, epoch, sequence %v; want %v", i, g, w)
-				}
-			}
+			id, e := got[0].batch.ProducerID, got[0].batch.ProducerEpoch
+			checkStamps(t, got, []stamp{{id, e, 0}, {id, e, 3}, {id, e + 1, 0}, {id, e + 1, 2}})
 			if v := values(t, addr, "orders"); strings.Join(v, " ") != strings.Join(ids, " ") {
 				t.Errorf("partition holds %v, want %v", v, ids)
 			}
@@ -346,11 +330,7 @@ func TestIdempotenceNoFindCoordinator(t *testing.T) {
 	a := newAcks()
 	ids := sendBatch(t, p, a, "orders", "ev", 3)
 	a.exactlyOnce(t, ids)
-	for _, id := range ids {
-		if err := a.err(id); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
+	a.allOK(t, ids)
 	check := newTestProducer(t, batchConfig(addr, true))
 	if id, ok, err := check.IdempotentProducerID(context.Background()); err != nil || !ok || id < 0 {
 		t.Fatalf("IdempotentProducerID: %d %v %v", id, ok, err)
@@ -375,11 +355,7 @@ func TestIdempotenceInitRetried(t *testing.T) {
 	a := newAcks()
 	ids := sendBatch(t, p, a, "orders", "ev", 3)
 	a.exactlyOnce(t, ids)
-	for _, id := range ids {
-		if err := a.err(id); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
+	a.allOK(t, ids)
 	if got := sent(); len(got) != 1 || got[0].batch.ProducerID < 0 {
 		t.Fatalf("%d produce requests (want 1) or no producer id", len(got))
 	}
@@ -423,11 +399,7 @@ func TestIdempotentFailedBatchBumpsEpoch(t *testing.T) {
 	}
 	e := got[0].batch.ProducerEpoch
 	want := []stamp{{got[0].batch.ProducerID, e, 0}, {got[0].batch.ProducerID, e, 0}, {got[0].batch.ProducerID, e + 1, 0}}
-	for i, w := range want {
-		if g := stampOf(got[i]); g != w {
-			t.Errorf("request %d: %v, want %v", i, g, w)
-		}
-	}
+	checkStamps(t, got, want)
 	if v := values(t, addr, "orders"); strings.Join(v, " ") != "x-0 y-0" {
 		t.Errorf("partition holds %v, want [x-0 y-0]", v)
 	}
@@ -447,11 +419,7 @@ func TestIdempotentBumpMovesOtherPartitions(t *testing.T) {
 	ids = append(ids, sendBatchTo(t, p, a, "orders", 1, "c", 2)...)
 	ids = append(ids, sendBatchTo(t, p, a, "orders", 0, "d", 3)...)
 	a.exactlyOnce(t, ids)
-	for _, id := range ids {
-		if err := a.err(id); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
+	a.allOK(t, ids)
 	got := sent()
 	if len(got) != 5 {
 		t.Fatalf("%d produce requests, want 5", len(got))
@@ -459,11 +427,7 @@ func TestIdempotentBumpMovesOtherPartitions(t *testing.T) {
 	id, e := got[0].batch.ProducerID, got[0].batch.ProducerEpoch
 	// p0 a, p1 b, p1 c (refused), p1 c again, p0 d.
 	want := []stamp{{id, e, 0}, {id, e, 0}, {id, e, 2}, {id, e + 1, 0}, {id, e + 1, 0}}
-	for i, w := range want {
-		if g := stampOf(got[i]); g != w {
-			t.Errorf("request %d: %v, want %v", i, g, w)
-		}
-	}
+	checkStamps(t, got, want)
 	parts := readTopic(t, []string{addr}, "orders")
 	if n0, n1 := len(parts[0]), len(parts[1]); n0 != 5 || n1 != 4 {
 		t.Errorf("partitions hold %d and %d records, want 5 and 4", n0, n1)
@@ -487,11 +451,7 @@ func TestIdempotentInvalidEpochFailsBatch(t *testing.T) {
 			t.Errorf("%s: %v; want INVALID_PRODUCER_EPOCH", id, err)
 		}
 	}
-	for _, id := range y {
-		if err := a.err(id); err != nil {
-			t.Errorf("%s: %v", id, err)
-		}
-	}
+	a.allOK(t, y)
 	got := sent()
 	if len(got) != 2 {
 		t.Fatalf("%d produce requests, want 2 (no retry, no record-by-record resend)", len(got))
@@ -520,5 +480,25 @@ func TestIdempotentBumpsPerBatchCapped(t *testing.T) {
 	}
 	if got := sent(); len(got) != 1+maxBumpsPerBatch {
 		t.Errorf("%d produce requests, want %d (the batch and one per bump, not record by record)", len(got), 1+maxBumpsPerBatch)
+	}
+}
+
+// allOK fails the test unless each of ids was acknowledged without error.
+func (a *acks) allOK(t *testing.T, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if err := a.err(id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+}
+
+// checkStamps compares the produce requests' stamps with want, in order.
+func checkStamps(t *testing.T, got []sentBatch, want []stamp) {
+	t.Helper()
+	for i, w := range want {
+		if g := stampOf(got[i]); g != w {
+			t.Errorf("request %d: %v, want %v", i, g, w)
+		}
 	}
 }

@@ -374,7 +374,7 @@ func keyTable() []KeyDoc {
 		{Key: "allow.auto.create.topics", Sections: SectionKafka, Origin: OriginProducer, Default: "true",
 			Doc: "without topic.creation.default.*, let the broker create a missing topic when its auto.create.topics.enable allows", Values: bools},
 		{Key: "enable.idempotence", Sections: SectionKafka, Origin: OriginProducer, Default: "true",
-			Doc: "idempotent producer, as Java's default: a batch resent after a lost answer is written once; false: producer id -1, such a retry writes it twice", Values: bools},
+			Doc: "idempotent producer, as Java's default (Connect's worker sets false since Kafka 3.2, KAFKA-13759): a batch resent after a lost answer is written once; brokers before 2.8 need IDEMPOTENT_WRITE on the cluster; false: producer id -1, such a retry writes it twice (refused with exactly.once.support=required)", Values: bools},
 		{Key: "max.in.flight.requests.per.connection", Origin: OriginProducer,
 			NoEffect: "outboxrelay keeps one request in flight per partition so that order survives retries (so Java's limit of 5 with enable.idempotence always holds)"},
 		{Key: "buffer.memory", Sections: SectionKafka, Origin: OriginProducer, Default: "33554432",
