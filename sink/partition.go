@@ -9,6 +9,8 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
 // partitionWorker owns one topic-partition: an ordered queue and the one
@@ -35,12 +37,18 @@ type partitionWorker struct {
 	timer *time.Timer // the linger timer; armed says whether it runs
 	armed bool
 	wake  chan struct{} // capacity 1: "the queue changed"
+
+	// With enable.idempotence (p.idem set), owned by the worker's
+	// goroutine: the producer epoch of the partition's last batch and the
+	// sequence of its next record, advanced on each acknowledged batch.
+	epoch producerEpoch
+	seq   int32
 }
 
 func newPartitionWorker(p *Producer, key topicPartition) *partitionWorker {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &partitionWorker{p: p, key: key, wake: make(chan struct{}, 1), timer: t}
+	return &partitionWorker{p: p, key: key, wake: make(chan struct{}, 1), timer: t, epoch: noProducerEpoch()}
 }
 
 // push appends pe; false when the worker has stopped (the producer closes).
@@ -164,10 +172,13 @@ func (w *partitionWorker) takeLocked(limit int) []*pending {
 // deliver sends batch until it succeeds or fails for good, then acks it.
 // When a batch fails for good it is sent again one record at a time, in
 // order, so that only the records Kafka refuses fail (a batch-level
-// MESSAGE_TOO_LARGE usually means one big record, not all of them).
+// MESSAGE_TOO_LARGE usually means one big record, not all of them). A
+// failure of the idempotent producer itself (no producer id, the brokers
+// refusing it, its epoch refused) says nothing of the records: the whole
+// batch fails with it, once, instead of once per record.
 func (w *partitionWorker) deliver(batch []*pending) {
 	err := w.produceRetrying(batch)
-	if err == nil || errors.Is(err, ErrClosed) || len(batch) == 1 {
+	if err == nil || errors.Is(err, ErrClosed) || len(batch) == 1 || producerFailure(err) {
 		for _, pe := range batch {
 			w.p.ack(pe, err)
 		}
@@ -185,12 +196,37 @@ func (w *partitionWorker) deliver(batch []*pending) {
 // closes (ErrClosed). Nothing else of the partition is sent meanwhile: that
 // is what keeps per-key order across retries and outages.
 func (w *partitionWorker) produceRetrying(batch []*pending) error {
+	err := w.sendRetrying(batch)
+	if err != nil && !errors.Is(err, ErrClosed) && w.p.idem != nil {
+		// An attempt of the failed batch may be written under its
+		// sequence, and the next batch would reuse it: a broker takes
+		// a batch with the same sequences for a duplicate. A new epoch
+		// starts the partition's sequence afresh.
+		w.p.idem.bump(w.epoch)
+	}
+	return err
+}
+
+// sendRetrying is produceRetrying's loop. The batch is encoded once and
+// every retry resends the same bytes, so with enable.idempotence the broker
+// keeps one copy whatever answers were lost; only when the broker lost or
+// refused the partition's sequence is it stamped again, with a new epoch.
+func (w *partitionWorker) sendRetrying(batch []*pending) error {
 	rl := retryLog{log: w.p.log, what: "produce", attrs: []any{
 		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].eventID,
 	}}
+	var enc []byte // the batch on the wire, once encoded
+	bumps := 0     // epoch bumps for this batch (sequence lost)
 	for {
-		err := w.produce(batch)
+		var err error
+		if enc == nil {
+			enc, err = w.encode(batch)
+		}
 		if err == nil {
+			err = w.produce(enc)
+		}
+		if err == nil {
+			w.seq = kafkabatch.IncrementSequence(w.seq, int32(len(batch)))
 			rl.recovered()
 			w.p.observeProduced(batch)
 			return nil
@@ -198,7 +234,15 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 		if w.p.ctx.Err() != nil {
 			return ErrClosed
 		}
-		if !retryable(err) {
+		fail := false
+		if w.p.idem != nil && enc != nil {
+			var restamp bool
+			restamp, fail, err = w.idempotentAnswer(err, &bumps, len(batch))
+			if restamp {
+				enc = nil
+			}
+		}
+		if fail || !retryable(err) {
 			w.p.observeFailed(err, false)
 			return err
 		}
@@ -238,24 +282,87 @@ func (w *partitionWorker) partitionGone() error {
 		ErrNoSuchPartition, w.key.partition, w.key.topic, n)
 }
 
-func (w *partitionWorker) produce(batch []*pending) error {
+// encode writes batch as one record batch (message format v2) the way
+// Java's producer does, compressed with compression.type. With
+// enable.idempotence it carries the producer id, the current epoch and the
+// partition's next sequence (from 0 again when the epoch changed since the
+// partition's last batch); without, producer id -1.
+func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
+	stamp := kafkabatch.NoProducer
+	if w.p.idem != nil {
+		ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
+		cur, err := w.p.idem.current(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if cur != w.epoch {
+			w.epoch, w.seq = cur, 0
+		}
+		stamp = kafkabatch.Producer{ID: cur.id, Epoch: cur.epoch, BaseSequence: w.seq}
+	}
+	b, err := kafkabatch.Build(stamp, w.p.cfg.Compression, batchMessages(batch))
+	if err != nil {
+		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)
+	}
+	enc, err := kafkabatch.Encode(&b)
+	if err != nil {
+		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)
+	}
+	return enc, nil
+}
+
+// produce sends one encoded batch, bounded by request.timeout.ms. An
+// idempotent batch answered DUPLICATE_SEQUENCE_NUMBER is written: an
+// earlier attempt whose answer was lost wrote it.
+func (w *partitionWorker) produce(enc []byte) error {
 	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
 	defer cancel()
-	// A reader per request: when ctx ends, Produce returns while kafka-go's
-	// connection goroutine may still be encoding from it, so a reader
-	// shared with the retry would be read by both.
-	reader := &batchReader{batch: batch}
-	res, err := w.p.client.Produce(ctx, &kafka.ProduceRequest{
-		Topic:        w.key.topic,
-		Partition:    w.key.partition,
-		RequiredAcks: kafka.RequireAll,
-		Compression:  w.p.cfg.Compression,
-		Records:      reader,
-	})
-	if err != nil {
+	_, err := w.p.produceRaw(ctx, w.key, enc)
+	if w.p.idem == nil {
 		return err
 	}
-	return res.Error
+	if errors.Is(err, kafka.DuplicateSequenceNumber) {
+		return nil
+	}
+	err = refusedIdempotence(err)
+	if errors.Is(err, ErrIdempotenceRefused) {
+		w.p.idem.refuse(err)
+	}
+	return err
+}
+
+// maxBumpsPerBatch: how often one batch may bump the epoch after its
+// sequence was lost. A correct broker takes (new epoch, sequence 0) at
+// once; one that keeps refusing would otherwise burn an epoch, and reset
+// every partition's sequence, at each backoff step.
+const maxBumpsPerBatch = 2
+
+// idempotentAnswer decides on an idempotent batch's failed produce, as
+// Java's idempotent producer (Sender, TransactionManager.canRetry and
+// handleFailedBatch): OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID
+// (the broker lost or refused the partition's sequence) bump the epoch and
+// the batch is stamped again from sequence 0 (restamp), at most
+// maxBumpsPerBatch times; INVALID_PRODUCER_EPOCH, which a correct broker
+// never answers this producer, is not retried: the batch fails (fail), and
+// produceRetrying bumps the epoch for the next batch.
+func (w *partitionWorker) idempotentAnswer(err error, bumps *int, records int) (restamp, fail bool, _ error) {
+	attrs := []any{"topic", w.key.topic, "partition", w.key.partition, "producer_id", w.epoch.id,
+		"producer_epoch", w.epoch.epoch, "sequence", w.seq, "records", records, "error", err}
+	switch {
+	case errors.Is(err, kafka.InvalidProducerEpoch):
+		return false, true, fmt.Errorf("%w (the broker holds a newer epoch of producer id %d for %s/%d than the batch's %d; the batch fails, as with Java's idempotent producer)",
+			err, w.epoch.id, w.key.topic, w.key.partition, w.epoch.epoch)
+	case !sequenceLost(err):
+		return false, false, err
+	case *bumps >= maxBumpsPerBatch:
+		w.p.log.Error("the broker refuses the partition's idempotent sequence even from sequence 0 of a new epoch; failing the batch", attrs...)
+		return false, true, fmt.Errorf("%w (still after %d epoch bumps for this batch: a broker, or a proxy, that keeps refusing the producer's sequence)", err, *bumps)
+	}
+	*bumps++
+	w.p.log.Warn("the broker lost or refused the partition's idempotent sequence; bumping the producer epoch and resending the batch from sequence 0 (if an earlier attempt of it was written, it is now written twice: at-least-once)", attrs...)
+	w.p.idem.bump(w.epoch)
+	return true, false, err
 }
 
 // staleLeader reports errors after which kafka-go's cached cluster layout

@@ -1,10 +1,11 @@
 package sink
 
 import (
-	"io"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
 // Record is one Kafka record to send.
@@ -103,50 +104,24 @@ func recordSize(r Record) int {
 	return n
 }
 
-// batchReader hands a batch's records to kafka-go's encoder, for one
-// produce request. It reuses one Record and two byte readers, so encoding a
-// batch allocates nothing per record; kafka-go consumes each record before
-// asking for the next.
-type batchReader struct {
-	batch []*pending
-	i     int
-	rec   kafka.Record
-	key   byteReader
-	value byteReader
-}
-
-func (b *batchReader) ReadRecord() (*kafka.Record, error) {
-	if b.i >= len(b.batch) {
-		return nil, io.EOF
+// batchMessages is batch as kafkabatch's Build takes it. The records' bytes
+// are shared, not copied; the headers of all records share one allocation.
+func batchMessages(batch []*pending) []kafkabatch.Message {
+	n := 0
+	for _, pe := range batch {
+		n += len(pe.headers)
 	}
-	p := b.batch[b.i]
-	b.rec = kafka.Record{Offset: int64(b.i), Time: p.time, Headers: p.headers}
-	if p.key != nil {
-		b.key.reset(p.key)
-		b.rec.Key = &b.key
+	headers := make([]kafkabatch.Header, 0, n)
+	msgs := make([]kafkabatch.Message, len(batch))
+	for i, pe := range batch {
+		start := len(headers)
+		for _, h := range pe.headers {
+			headers = append(headers, kafkabatch.Header{Key: h.Key, Value: h.Value})
+		}
+		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli()}
+		if len(headers) > start {
+			msgs[i].Headers = headers[start:len(headers):len(headers)]
+		}
 	}
-	if p.value != nil {
-		b.value.reset(p.value)
-		b.rec.Value = &b.value
-	}
-	b.i++
-	return &b.rec, nil
-}
-
-// byteReader is kafka-go's protocol.Bytes over a slice the batch owns.
-type byteReader struct {
-	b   []byte
-	off int
-}
-
-func (r *byteReader) reset(b []byte) { r.b, r.off = b, 0 }
-func (r *byteReader) Len() int       { return len(r.b) - r.off }
-func (r *byteReader) Close() error   { return nil }
-func (r *byteReader) Read(p []byte) (int, error) {
-	if r.off >= len(r.b) {
-		return 0, io.EOF
-	}
-	n := copy(p, r.b[r.off:])
-	r.off += n
-	return n, nil
+	return msgs
 }

@@ -70,6 +70,9 @@ type checker struct {
 	// tolerateAll is errors.tolerance=all: a poison message is skipped or
 	// dead-lettered, not a stop.
 	tolerateAll bool
+	// exactlyOnce is exactly.once.support=required: the records go out in
+	// Kafka transactions, the idempotent producer writes dead letters.
+	eos bool
 
 	conn   *pgx.Conn
 	tables []string // outbox tables found
@@ -99,6 +102,7 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 	c := &checker{pg: &set.Postgres, router: set.Router.Config(), kafka: set.Kafka, jan: set.Janitor,
 		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
 	c.tolerateAll, _ = relay.ParseTolerance(set.Tolerance) // setup checked it
+	c.eos = set.ExactlyOnce.Required
 	if set.Poll.Poll() {
 		c.pollPostgres(ctx, set.Poll)
 	} else {
@@ -508,8 +512,9 @@ func (c *checker) recentColumn(ctx context.Context, qt string) string {
 	return ""
 }
 
-// kafkaChecks: Kafka answers, the topics of recent rows exist or can be
-// created, and their records fit the brokers' and topics' size limits.
+// kafkaChecks: Kafka answers, grants the idempotent producer its id, the
+// topics of recent rows exist or can be created, and their records fit the
+// brokers' and topics' size limits.
 func (c *checker) kafkaChecks(ctx context.Context) {
 	brokers := strings.Join(c.kafka.Brokers, ",")
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -521,6 +526,7 @@ func (c *checker) kafkaChecks(ctx context.Context) {
 		return
 	}
 	c.pass("Kafka reachable", brokers)
+	c.idempotence(ctx)
 
 	brokerMax := 0
 	if v, err := c.prod.BrokerConfig(ctx, "message.max.bytes"); err == nil {

@@ -146,6 +146,12 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	}
 	eos, err := parseExactlyOnce(cfg.Relay, ocfg, pollCfg.Poll())
 	errs = append(errs, err)
+	if eos.Required && scfg.DisableIdempotence {
+		// Java refuses a transactional.id with idempotence disabled: a
+		// transactional producer is idempotent.
+		errs = append(errs, fmt.Errorf("%s=false with exactly.once.support=required: Kafka transactions need the idempotent producer; remove %s (or set it to true), or remove exactly.once.support",
+			sink.KeyIdempotence, sink.KeyIdempotence))
+	}
 	tolerance := cfg.Relay["errors.tolerance"]
 	_, err = relay.ParseTolerance(tolerance)
 	errs = append(errs, err)

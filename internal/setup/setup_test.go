@@ -98,3 +98,32 @@ func TestParseExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// enable.idempotence=false with exactly.once.support=required is refused
+// (review of issue 17a, finding 9: it was silently ignored, the
+// transactional sink being idempotent whatever it said), as Java refuses a
+// transactional.id with idempotence disabled; either alone is accepted.
+func TestParseExactlyOnceNeedsIdempotence(t *testing.T) {
+	base := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092","connector.class":"io.debezium.connector.postgresql.PostgresConnector",
+		"table.include.list":"public.outbox","transforms":"outbox","transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"`
+	for _, tc := range []struct {
+		extra   string
+		refused bool
+	}{
+		{`,"exactly.once.support":"required","enable.idempotence":"false"`, true},
+		{`,"exactly.once.support":"required","producer.override.enable.idempotence":"false"`, true},
+		{`,"exactly.once.support":"required","enable.idempotence":"true"`, false},
+		{`,"exactly.once.support":"required"`, false},
+		{`,"enable.idempotence":"false"`, false},
+	} {
+		cfg, err := config.Parse([]byte(base+tc.extra+"}"), "test.json", os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		refused := err != nil && strings.Contains(err.Error(), "enable.idempotence=false with exactly.once.support=required")
+		if refused != tc.refused || (err != nil && !refused) {
+			t.Errorf("%s: err = %v, want refused %v", tc.extra, err, tc.refused)
+		}
+	}
+}
