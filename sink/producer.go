@@ -26,6 +26,7 @@ type Producer struct {
 	transport *kafka.Transport
 	client    *kafka.Client
 	budget    *budget
+	wire      wireConns // each partition's connection to its leader (wire.go)
 
 	// ctx is cancelled by Close; every goroutine of the producer exits on it.
 	ctx    context.Context
