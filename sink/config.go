@@ -70,6 +70,14 @@ type Config struct {
 	// this capped exponential backoff; Java's `retries` has no equivalent.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
+	// DisableIdempotence: enable.idempotence=false. By default the producer
+	// is idempotent, as Java's is since Kafka 3.0: it asks for a producer
+	// id (InitProducerId) before its first batch and numbers each
+	// partition's records, so a batch resent after a lost answer is kept
+	// once by the broker. Disabled, batches carry producer id -1 and such a
+	// retry writes the batch twice (in order: at-least-once). Either way
+	// one batch per partition is in flight.
+	DisableIdempotence bool
 	// MetadataMaxAge: metadata.max.age.ms. Partition counts older than this
 	// are fetched again before routing. Default 5 min, as in Java.
 	MetadataMaxAge time.Duration
@@ -231,24 +239,31 @@ func ParseConfig(kv map[string]string) (Config, error) {
 }
 
 // parseProducer reads the producer's keys: those outboxrelay honours
-// (linger, batch and buffer sizes, compression, timeouts, backoff) and
-// those whose only value it accepts is its own (acks, retries, idempotence).
+// (linger, batch and buffer sizes, compression, timeouts, backoff,
+// idempotence) and those whose only value it accepts is its own (acks,
+// retries, in-flight requests).
 func (p *parser) parseProducer(c *Config) {
 	c.ClientID, _ = p.get(KeyClientID)
 	if v, ok := p.get(KeyAcks); ok && v != "all" && v != "-1" {
 		p.fail(fmt.Errorf("%s=%s: outboxrelay always uses acks=all (an LSN is confirmed only after every in-sync replica has the record); remove the key or set it to all", KeyAcks, v))
 	}
-	// Retries and idempotence: we retry forever and keep one batch per
-	// partition in flight; a setting that asks for something else cannot be
-	// honoured, and silently ignoring it would surprise.
+	// Retries: we retry forever and keep one batch per partition in
+	// flight; a setting that asks for something else cannot be honoured,
+	// and silently ignoring it would surprise.
 	if v, ok := p.get(KeyRetries); ok && v != "2147483647" {
 		p.fail(fmt.Errorf("%s=%s: outboxrelay retries transient failures forever so that per-key order holds; remove the key", KeyRetries, v))
 	}
-	if v, ok := p.get(KeyIdempotence); ok && !strings.EqualFold(v, "false") {
-		p.fail(fmt.Errorf("%s=%s: the idempotent producer is not supported (order is kept by one batch in flight per partition instead); remove the key or set it to false", KeyIdempotence, v))
+	if v, ok := p.get(KeyIdempotence); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			p.fail(fmt.Errorf("%s=%q: want true or false", KeyIdempotence, v))
+		}
+		c.DisableIdempotence = !b
 	}
 	if _, ok := p.get(KeyMaxInFlight); ok {
-		p.int(KeyMaxInFlight) // any positive value is honoured: we never exceed one per partition
+		// Any positive value is honoured: we never exceed one per
+		// partition, so Java's "at most 5 with enable.idempotence" holds.
+		p.int(KeyMaxInFlight)
 	}
 	c.Linger = p.millis(KeyLinger)
 	c.BatchBytes = p.int(KeyBatchSize)

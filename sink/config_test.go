@@ -18,7 +18,8 @@ func TestParseConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(c.Brokers, ",") != "k1:9092,k2:9092" || c.Linger != 5*time.Millisecond || c.MaxRequestSize != 1048576 ||
-		c.SecurityProtocol != "PLAINTEXT" || c.ClientID != "outboxrelay" || !c.AllowAutoCreateTopics || c.createsTopics() {
+		c.SecurityProtocol != "PLAINTEXT" || c.ClientID != "outboxrelay" || !c.AllowAutoCreateTopics || c.createsTopics() ||
+		c.DisableIdempotence {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -37,7 +38,8 @@ func TestParseConfigFull(t *testing.T) {
 	}
 	if c.Linger <= 0 || c.Linger > time.Millisecond || c.BatchBytes != 65536 || c.Compression != kafka.Zstd ||
 		c.SASLUsername != "relay" || c.SASLPassword != "s3cr3t-pw" || c.SASLMechanism != "SCRAM-SHA-512" ||
-		c.TLSCAFile != "/ca.pem" || !c.createsTopics() || c.DeadLetterTopic != "dlq" || c.DeadLetterReplicationFactor != -1 {
+		c.TLSCAFile != "/ca.pem" || !c.createsTopics() || c.DeadLetterTopic != "dlq" || c.DeadLetterReplicationFactor != -1 ||
+		!c.DisableIdempotence {
 		t.Fatalf("parsed: %+v", c)
 	}
 }
@@ -76,7 +78,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"key password", base("ssl.key.password", "s3cr3t-pw"), []string{"ssl.key.password"}},
 		{"partitions alone", base("topic.creation.default.partitions", "3"), []string{"topic.creation.default.partitions", "topic.creation.default.replication.factor"}},
 		{"replication -2", base("topic.creation.default.partitions", "3", "topic.creation.default.replication.factor", "-2"), []string{"topic.creation.default.replication.factor"}},
-		{"idempotence", base("enable.idempotence", "true"), []string{"enable.idempotence"}},
+		{"idempotence", base("enable.idempotence", "maybe"), []string{"enable.idempotence", "true or false"}},
 		{"retries", base("retries", "3"), []string{"retries"}},
 		{"auto create", base("allow.auto.create.topics", "maybe"), []string{"allow.auto.create.topics"}},
 		{"endpoint identification", base("ssl.endpoint.identification.algorithm", "http"), []string{"ssl.endpoint.identification.algorithm"}},

@@ -16,15 +16,25 @@
 // record of a refused batch: a MESSAGE_TOO_LARGE for the batch fails all of
 // it.
 //
-// So the producer is built on kafka-go's Client.Produce and Transport (TLS,
-// SASL, connection pooling, leader routing): one goroutine per partition
-// owns an ordered queue and sends one batch at a time; a transient failure
-// retries the same batch forever with capped exponential backoff
+// So the producer is built on kafka-go's Client and Transport (TLS, SASL,
+// connection pooling, leader routing): one goroutine per partition owns an
+// ordered queue and sends one batch at a time, encoded by internal/kafkabatch
+// and sent as a raw produce request (Producer.produceRaw, sink/wire.go); a
+// transient failure retries the same bytes forever with capped exponential
+// backoff
 // (retry.backoff.ms .. retry.backoff.max.ms) while later records wait; a
 // batch Kafka refuses for good is resent one record at a time so only the
 // refused records fail (retryable decides which errors are which). That is
 // Connect's max.in.flight.requests.per.connection=1 with infinite retries,
 // per partition.
+//
+// # Idempotence
+//
+// With enable.idempotence (the default, as in Java) the batches carry a
+// producer id from InitProducerId, an epoch and a per-partition sequence
+// (idempotence.go), so a retry after a lost answer is kept once by the
+// broker; a broker that lost the sequence makes the producer bump its epoch
+// client-side, as Java's does since KIP-360, and resend from sequence 0.
 //
 // # Bounds
 //

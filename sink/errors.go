@@ -105,6 +105,8 @@ func explain(err error) error {
 	var ke kafka.Error
 	var header tls.RecordHeaderError
 	switch {
+	case errors.Is(err, errIdempotenceRefused):
+		return err // it names its fix
 	case certerr.Failed(err):
 		return fmt.Errorf("%w (check %s: the CA that signed the broker's certificate, and that bootstrap.servers names a host the certificate covers)", err, KeyTruststoreLocation)
 	case errors.As(err, &header):

@@ -37,12 +37,18 @@ type partitionWorker struct {
 	timer *time.Timer // the linger timer; armed says whether it runs
 	armed bool
 	wake  chan struct{} // capacity 1: "the queue changed"
+
+	// With enable.idempotence (p.idem set), owned by the worker's
+	// goroutine: the producer epoch of the partition's last batch and the
+	// sequence of its next record, advanced on each acknowledged batch.
+	epoch producerEpoch
+	seq   int32
 }
 
 func newPartitionWorker(p *Producer, key topicPartition) *partitionWorker {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &partitionWorker{p: p, key: key, wake: make(chan struct{}, 1), timer: t}
+	return &partitionWorker{p: p, key: key, wake: make(chan struct{}, 1), timer: t, epoch: noProducerEpoch()}
 }
 
 // push appends pe; false when the worker has stopped (the producer closes).
@@ -185,9 +191,24 @@ func (w *partitionWorker) deliver(batch []*pending) {
 // produceRetrying sends batch, retrying transient failures with capped
 // exponential backoff until it succeeds, fails for good, or the producer
 // closes (ErrClosed). Nothing else of the partition is sent meanwhile: that
-// is what keeps per-key order across retries and outages. The batch is
-// encoded once and every retry resends the same bytes.
+// is what keeps per-key order across retries and outages.
 func (w *partitionWorker) produceRetrying(batch []*pending) error {
+	err := w.sendRetrying(batch)
+	if err != nil && !errors.Is(err, ErrClosed) && w.p.idem != nil {
+		// An attempt of the failed batch may be written under its
+		// sequence, and the next batch would reuse it: a broker takes
+		// a batch with the same sequences for a duplicate. A new epoch
+		// starts the partition's sequence afresh.
+		w.p.idem.bump(w.epoch)
+	}
+	return err
+}
+
+// sendRetrying is produceRetrying's loop. The batch is encoded once and
+// every retry resends the same bytes, so with enable.idempotence the broker
+// keeps one copy whatever answers were lost; only when the broker lost or
+// refused the partition's sequence is it stamped again, with a new epoch.
+func (w *partitionWorker) sendRetrying(batch []*pending) error {
 	rl := retryLog{log: w.p.log, what: "produce", attrs: []any{
 		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].eventID,
 	}}
@@ -201,12 +222,19 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 			err = w.produce(enc)
 		}
 		if err == nil {
+			w.seq = kafkabatch.IncrementSequence(w.seq, int32(len(batch)))
 			rl.recovered()
 			w.p.observeProduced(batch)
 			return nil
 		}
 		if w.p.ctx.Err() != nil {
 			return ErrClosed
+		}
+		if w.p.idem != nil && sequenceLost(err) {
+			w.p.log.Warn("the broker lost or refused the partition's idempotent sequence; bumping the producer epoch and resending the batch from sequence 0 (if an earlier attempt of it was written, it is now written twice: at-least-once)",
+				"topic", w.key.topic, "partition", w.key.partition, "producer_id", w.epoch.id, "producer_epoch", w.epoch.epoch, "sequence", w.seq, "records", len(batch), "error", err)
+			w.p.idem.bump(w.epoch)
+			enc = nil
 		}
 		if !retryable(err) {
 			w.p.observeFailed(err, false)
@@ -249,9 +277,25 @@ func (w *partitionWorker) partitionGone() error {
 }
 
 // encode writes batch as one record batch (message format v2) the way
-// Java's producer does, compressed with compression.type.
+// Java's producer does, compressed with compression.type. With
+// enable.idempotence it carries the producer id, the current epoch and the
+// partition's next sequence (from 0 again when the epoch changed since the
+// partition's last batch); without, producer id -1.
 func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
-	b, err := kafkabatch.Build(kafkabatch.NoProducer, w.p.cfg.Compression, batchMessages(batch))
+	stamp := kafkabatch.NoProducer
+	if w.p.idem != nil {
+		ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
+		cur, err := w.p.idem.current(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if cur != w.epoch {
+			w.epoch, w.seq = cur, 0
+		}
+		stamp = kafkabatch.Producer{ID: cur.id, Epoch: cur.epoch, BaseSequence: w.seq}
+	}
+	b, err := kafkabatch.Build(stamp, w.p.cfg.Compression, batchMessages(batch))
 	if err != nil {
 		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)
 	}
@@ -262,12 +306,20 @@ func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
 	return enc, nil
 }
 
-// produce sends one encoded batch, bounded by request.timeout.ms.
+// produce sends one encoded batch, bounded by request.timeout.ms. An
+// idempotent batch answered DUPLICATE_SEQUENCE_NUMBER is written: an
+// earlier attempt whose answer was lost wrote it.
 func (w *partitionWorker) produce(enc []byte) error {
 	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
 	defer cancel()
 	_, err := w.p.produceRaw(ctx, w.key, enc)
-	return err
+	if w.p.idem == nil {
+		return err
+	}
+	if errors.Is(err, kafka.DuplicateSequenceNumber) {
+		return nil
+	}
+	return refusedIdempotence(err)
 }
 
 // staleLeader reports errors after which kafka-go's cached cluster layout

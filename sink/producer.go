@@ -26,7 +26,8 @@ type Producer struct {
 	transport *kafka.Transport
 	client    *kafka.Client
 	budget    *budget
-	wire      wireConns // each partition's connection to its leader (wire.go)
+	wire      wireConns    // each partition's connection to its leader (wire.go)
+	idem      *idempotence // nil with enable.idempotence=false
 
 	// ctx is cancelled by Close; every goroutine of the producer exits on it.
 	ctx    context.Context
@@ -64,7 +65,7 @@ func NewProducer(cfg Config, log *slog.Logger) (*Producer, error) {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Producer{
+	p := &Producer{
 		cfg:       cfg,
 		log:       log.With("component", "sink"),
 		transport: t,
@@ -74,7 +75,11 @@ func NewProducer(cfg Config, log *slog.Logger) (*Producer, error) {
 		cancel:    cancel,
 		topics:    make(map[string]*topicState),
 		workers:   make(map[topicPartition]*partitionWorker),
-	}, nil
+	}
+	if !cfg.DisableIdempotence {
+		p.idem = &idempotence{client: p.client, log: p.log, cur: noProducerEpoch()}
+	}
+	return p, nil
 }
 
 // Send hands r to the producer. When it returns nil, onAck is called exactly

@@ -88,6 +88,29 @@ func TestRealBrokerTopicConfigs(t *testing.T) {
 	}
 }
 
+// TestRealBrokerLostAnswerNotDuplicated: on the bed's Kafka, the
+// connection breaks after the broker took a produce request and before its
+// answer arrives; the producer resends the batch on a new connection. With
+// enable.idempotence (the default) the topic holds the batch once; with
+// enable.idempotence=false, twice: the duplicate idempotence removes.
+func TestRealBrokerLostAnswerNotDuplicated(t *testing.T) {
+	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
+	for _, idempotent := range []bool{true, false} {
+		t.Run(fmt.Sprint("idempotent=", idempotent), func(t *testing.T) {
+			cfg := Config{Brokers: brokers, TopicPartitions: 1, TopicReplicationFactor: -1,
+				Linger: 20 * time.Millisecond, RetryBackoff: 20 * time.Millisecond, DisableIdempotence: !idempotent}
+			topic := fmt.Sprintf("sink-lost-answer-%v-%d", idempotent, time.Now().UnixNano())
+			admin := newTestProducer(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if _, err := admin.EnsureTopic(ctx, topic); err != nil {
+				t.Fatal(err)
+			}
+			checkLostAnswer(t, cfg, topic, idempotent)
+		})
+	}
+}
+
 // TestRealBrokerTLSAndSASL: the partition worker's own connection to the
 // leader (wire.go) speaks TLS and SASL/SCRAM-SHA-512 to the bed's Kafka 4
 // as kafka-go's Transport does, and a wrong CA or password fails the

@@ -227,8 +227,11 @@ func (p *Producer) leaderAddr(ctx context.Context, tp topicPartition) (string, e
 func (p *Producer) dialBroker(ctx context.Context, addr string) (*protocol.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.transport.DialTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	dial := p.transport.Dial // set by tests that break connections
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to broker %s: %w", addr, err)
 	}

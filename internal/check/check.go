@@ -508,8 +508,9 @@ func (c *checker) recentColumn(ctx context.Context, qt string) string {
 	return ""
 }
 
-// kafkaChecks: Kafka answers, the topics of recent rows exist or can be
-// created, and their records fit the brokers' and topics' size limits.
+// kafkaChecks: Kafka answers, grants the idempotent producer its id, the
+// topics of recent rows exist or can be created, and their records fit the
+// brokers' and topics' size limits.
 func (c *checker) kafkaChecks(ctx context.Context) {
 	brokers := strings.Join(c.kafka.Brokers, ",")
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -521,6 +522,7 @@ func (c *checker) kafkaChecks(ctx context.Context) {
 		return
 	}
 	c.pass("Kafka reachable", brokers)
+	c.idempotence(ctx)
 
 	brokerMax := 0
 	if v, err := c.prod.BrokerConfig(ctx, "message.max.bytes"); err == nil {

@@ -17,6 +17,8 @@
 // read_committed consumer does, which kafka-go's fetch does not (it
 // delivers aborted records).
 //
-// sink.TxnSink (exactly.once.support=required) drives TxnProducer; verify
-// and the offsets topic read with FetchCommitted.
+// sink.TxnSink (exactly.once.support=required) drives TxnProducer; the
+// at-least-once sink.Producer encodes its batches here too (idempotent with
+// enable.idempotence, producer id -1 without) and sends them with
+// ProduceBatch; verify and the offsets topic read with FetchCommitted.
 package kafkabatch
