@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,3 +163,53 @@ func TestLeaderMovesToAnotherBroker(t *testing.T) {
 		}
 	}
 }
+
+// Regression (issue 14, wire.go): a partition's own connection, unused for
+// a while, may have been closed by the broker (connections.max.idle.ms);
+// the next batch written to it failed, was logged as a produce failure and
+// waited a backoff. A connection idle past the timeout is dialed again
+// before it is written to: no failure.
+func TestIdleConnectionRedialed(t *testing.T) {
+	_, addr := newCluster(t, kfake.SeedTopics(1, "orders"))
+	p := newTestProducer(t, fastConfig(addr))
+	p.wire.idle = 50 * time.Millisecond
+	var mu sync.Mutex
+	var conns []net.Conn
+	p.transport.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, address)
+		if err == nil {
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+		return c, err
+	}
+	obs := &countingObserver{}
+	p.SetObserver(obs)
+	a := newAcks()
+	send := func(id string) {
+		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(id), EventID: id}, a.cb(id)); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, p, 10*time.Second)
+		if err := a.err(id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	send("before")
+	mu.Lock()
+	for _, c := range conns { // the broker closes the idle connections
+		c.Close()
+	}
+	mu.Unlock()
+	time.Sleep(100 * time.Millisecond)
+	send("after")
+	if n := obs.failed.Load(); n != 0 {
+		t.Fatalf("%d produce failures after the idle connection was closed, want 0", n)
+	}
+}
+
+type countingObserver struct{ failed atomic.Int32 }
+
+func (o *countingObserver) Produced(records, bytes int)              {}
+func (o *countingObserver) ProduceFailed(kind string, retrying bool) { o.failed.Add(1) }

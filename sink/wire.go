@@ -44,6 +44,9 @@ import (
 // a retry (the same bytes, so an idempotent batch keeps its sequence).
 func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []byte) (baseOffset int64, err error) {
 	c := p.wire.get(tp)
+	if c.pc != nil && time.Since(c.used) > p.wire.idleTimeout() {
+		c.drop() // the broker may have closed it (connections.max.idle.ms)
+	}
 	if c.pc == nil {
 		if err := p.connectLeader(ctx, tp, c); err != nil {
 			return -1, fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
@@ -64,8 +67,16 @@ func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []by
 // wireConns holds each partition's leaderConn. Its lock guards only the
 // map: a leaderConn is used by its partition's worker alone.
 type wireConns struct {
-	mu sync.Mutex
-	m  map[topicPartition]*leaderConn
+	mu   sync.Mutex
+	m    map[topicPartition]*leaderConn
+	idle time.Duration // 0: idleConnTimeout; tests shorten it
+}
+
+func (w *wireConns) idleTimeout() time.Duration {
+	if w.idle > 0 {
+		return w.idle
+	}
+	return idleConnTimeout
 }
 
 func (w *wireConns) get(tp topicPartition) *leaderConn {
@@ -82,10 +93,18 @@ func (w *wireConns) get(tp topicPartition) *leaderConn {
 	return c
 }
 
+// idleConnTimeout: a connection unused this long is closed and dialed
+// again rather than written to. Brokers close connections idle for
+// connections.max.idle.ms (default 10 minutes); a request on one they
+// closed would fail, be logged and wait a backoff. kafka-go's Transport
+// closes its idle connections after 30 s by default, too.
+const idleConnTimeout = 30 * time.Second
+
 // leaderConn is one partition's connection to its leader, nil pc when
 // none is open. The producer's context ending closes it (Close).
 type leaderConn struct {
 	pc   *protocol.Conn
+	used time.Time   // when the last request on pc ended
 	stop func() bool // stops the AfterFunc that closes pc when the producer closes
 	set  []byte      // the request's record set, reused
 	rd   bytes.Reader
@@ -125,6 +144,7 @@ func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byt
 	pc := c.pc
 	stop := context.AfterFunc(ctx, func() { _ = pc.SetDeadline(time.Unix(1, 0)) })
 	m, err := c.pc.RoundTrip(req)
+	c.used = time.Now()
 	if !stop() {
 		// ctx ended: the deadline is in the past, or about to be.
 		if err != nil {
@@ -182,7 +202,7 @@ func (p *Producer) connectLeader(ctx context.Context, tp topicPartition, c *lead
 		p.refreshMetadata() // the leader may have moved: look again on the retry
 		return err
 	}
-	c.pc = pc
+	c.pc, c.used = pc, time.Now()
 	c.stop = context.AfterFunc(p.ctx, func() { _ = pc.Close() })
 	return nil
 }
