@@ -108,6 +108,10 @@ type leaderConn struct {
 	stop func() bool // stops the AfterFunc that closes pc when the producer closes
 	set  []byte      // the request's record set, reused
 	rd   bytes.Reader
+	// The produce request, reused: one topic, one partition.
+	req   rawproduce.Request
+	topic [1]rawproduce.RequestTopic
+	part  [1]rawproduce.RequestPartition
 }
 
 func (c *leaderConn) drop() {
@@ -132,14 +136,11 @@ func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byt
 	if ok {
 		timeout = time.Until(deadline)
 	}
-	req := &rawproduce.Request{
-		Acks:    int16(kafka.RequireAll),
-		Timeout: int32(max(timeout.Milliseconds(), 1)),
-		Topics: []rawproduce.RequestTopic{{Topic: tp.topic, Partitions: []rawproduce.RequestPartition{{
-			Partition: int32(tp.partition),
-			RecordSet: protocol.RawRecordSet{Reader: &c.rd},
-		}}}},
-	}
+	// The request lives in c, reused: RoundTrip is done with it on return.
+	c.part[0] = rawproduce.RequestPartition{Partition: int32(tp.partition), RecordSet: protocol.RawRecordSet{Reader: &c.rd}}
+	c.topic[0] = rawproduce.RequestTopic{Topic: tp.topic, Partitions: c.part[:]}
+	c.req = rawproduce.Request{Acks: int16(kafka.RequireAll), Timeout: int32(max(timeout.Milliseconds(), 1)), Topics: c.topic[:]}
+	req := &c.req
 	_ = c.pc.SetDeadline(deadline) // zero when ctx has none: no deadline
 	pc := c.pc
 	stop := context.AfterFunc(ctx, func() { _ = pc.SetDeadline(time.Unix(1, 0)) })
