@@ -272,3 +272,25 @@ func TestIdempotenceRefusedNamesTheWayOut(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotenceInitRetried: InitProducerId answered
+// COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE (a broker
+// just started) is retried with backoff, as the batch would be.
+func TestIdempotenceInitRetried(t *testing.T) {
+	c, addr := newCluster(t, kfake.SeedTopics(1, "orders"))
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.CoordinatorLoadInProgress, Count: 2},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.CoordinatorNotAvailable, Count: 1})
+	sent := watchProduce(t, c)
+	p := newTestProducer(t, batchConfig(addr, true))
+	a := newAcks()
+	ids := sendBatch(t, p, a, "orders", "ev", 3)
+	a.exactlyOnce(t, ids)
+	for _, id := range ids {
+		if err := a.err(id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	if got := sent(); len(got) != 1 || got[0].batch.ProducerID < 0 {
+		t.Fatalf("%d produce requests (want 1) or no producer id", len(got))
+	}
+}
