@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -106,8 +105,7 @@ type leaderConn struct {
 	pc   *protocol.Conn
 	used time.Time   // when the last request on pc ended
 	stop func() bool // stops the AfterFunc that closes pc when the producer closes
-	set  []byte      // the request's record set, reused
-	rd   bytes.Reader
+	rs   recordSet   // the request's records field
 	// The produce request, reused: one topic, one partition.
 	req   rawproduce.Request
 	topic [1]rawproduce.RequestTopic
@@ -126,18 +124,15 @@ func (c *leaderConn) drop() {
 // produce writes one produce request and reads its answer on c. ctx bounds
 // both: its deadline is the connection's, and its end interrupts them.
 func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byte) (*produce.Response, error) {
-	// The records field is the batches prefixed by their total size, as
-	// kafka-go's RecordSet writes it.
-	c.set = binary.BigEndian.AppendUint32(c.set[:0], uint32(len(batch)))
-	c.set = append(c.set, batch...)
-	c.rd.Reset(c.set)
+	c.rs.reset(batch)
+	defer c.rs.reset(nil) // keep no reference to batch
 	timeout := DefaultRequestTimeout
 	deadline, ok := ctx.Deadline()
 	if ok {
 		timeout = time.Until(deadline)
 	}
 	// The request lives in c, reused: RoundTrip is done with it on return.
-	c.part[0] = rawproduce.RequestPartition{Partition: int32(tp.partition), RecordSet: protocol.RawRecordSet{Reader: &c.rd}}
+	c.part[0] = rawproduce.RequestPartition{Partition: int32(tp.partition), RecordSet: protocol.RawRecordSet{Reader: &c.rs}}
 	c.topic[0] = rawproduce.RequestTopic{Topic: tp.topic, Partitions: c.part[:]}
 	c.req = rawproduce.Request{Acks: int16(kafka.RequireAll), Timeout: int32(max(timeout.Milliseconds(), 1)), Topics: c.topic[:]}
 	req := &c.req
@@ -161,6 +156,33 @@ func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byt
 		return nil, fmt.Errorf("the broker answered a produce request with %T", m)
 	}
 	return res, nil
+}
+
+// recordSet reads as a produce request's records field, as kafka-go's
+// RecordSet writes it: the batch prefixed by its size, without a copy of it.
+type recordSet struct {
+	size  [4]byte
+	sent  int // bytes of size read
+	batch []byte
+}
+
+func (r *recordSet) reset(batch []byte) {
+	binary.BigEndian.PutUint32(r.size[:], uint32(len(batch)))
+	r.sent, r.batch = 0, batch
+}
+
+func (r *recordSet) Read(b []byte) (int, error) {
+	if r.sent < len(r.size) {
+		n := copy(b, r.size[r.sent:])
+		r.sent += n
+		return n, nil
+	}
+	if len(r.batch) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.batch)
+	r.batch = r.batch[n:]
+	return n, nil
 }
 
 // answer reads tp's part of a produce response: its base offset, or its
