@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,8 +58,16 @@ func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []by
 		return -1, fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
 	}
 	offset, err := answer(res, tp)
-	if err != nil && staleLeader(err) {
+	if err != nil && !errors.Is(err, kafka.DuplicateSequenceNumber) {
+		// The broker may no longer lead tp and answer something else than
+		// NOT_LEADER_OR_FOLLOWER (a deposed leader whose log dir went
+		// offline answers KAFKA_STORAGE_ERROR for ever): the retry looks
+		// the leader up again, in metadata fetched afresh, and dials it.
+		// Refusals are rare; a redial costs nothing on the happy path.
 		c.drop()
+		if retryable(err) {
+			p.refreshMetadata()
+		}
 	}
 	return offset, err
 }
@@ -199,21 +208,39 @@ func answer(res *produce.Response, tp topicPartition) (int64, error) {
 			if part.ErrorCode == 0 {
 				return part.BaseOffset, nil
 			}
-			if part.ErrorMessage != "" {
-				return -1, fmt.Errorf("%w: %s", kafka.Error(part.ErrorCode), part.ErrorMessage)
-			}
-			return -1, kafka.Error(part.ErrorCode)
+			return -1, partitionError(part)
 		}
 	}
 	return -1, fmt.Errorf("the produce response does not answer for the partition: %w", protocol.NewErrNoPartition(tp.topic, int32(tp.partition)))
+}
+
+// partitionError is a refused partition's answer as a kafka.Error, with
+// the broker's message and (Produce v8) the records it names.
+func partitionError(part produce.ResponsePartition) error {
+	msg := part.ErrorMessage
+	if n := len(part.RecordErrors); n > 0 {
+		re := part.RecordErrors[0]
+		more := ""
+		if n > 1 {
+			more = fmt.Sprintf(" (and %d more records)", n-1)
+		}
+		msg = strings.TrimPrefix(fmt.Sprintf("%s; record %d of the batch: %s%s", msg, re.BatchIndex, re.BatchIndexErrorMessage, more), "; ")
+	}
+	if msg == "" {
+		return kafka.Error(part.ErrorCode)
+	}
+	return fmt.Errorf("%w: %s", kafka.Error(part.ErrorCode), msg)
 }
 
 // connectLeader opens c to tp's leader, as kafka-go's cached metadata
 // names it.
 func (p *Producer) connectLeader(ctx context.Context, tp topicPartition, c *leaderConn) error {
 	addr, err := p.leaderAddr(ctx, tp)
-	if errors.Is(err, protocol.ErrNoTopic) || errors.Is(err, protocol.ErrNoPartition) || errors.Is(err, kafka.UnknownTopicOrPartition) {
-		// A topic created a moment ago may not be in the cache yet.
+	if errors.Is(err, protocol.ErrNoTopic) || errors.Is(err, protocol.ErrNoPartition) || errors.Is(err, kafka.UnknownTopicOrPartition) ||
+		errors.Is(err, protocol.ErrNoLeader) || errors.Is(err, kafka.LeaderNotAvailable) {
+		// A topic created a moment ago may not be in the cache yet, and a
+		// partition with no leader in it is being moved: without a refresh
+		// the retry would read the same cache until kafka-go's TTL passes.
 		p.refreshMetadata()
 		addr, err = p.leaderAddr(ctx, tp)
 	}
