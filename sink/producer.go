@@ -215,6 +215,7 @@ func (p *Producer) Close() error {
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+	p.wire.closeAll()
 	p.transport.CloseIdleConnections()
 	return nil
 }

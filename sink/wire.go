@@ -101,6 +101,16 @@ func (w *wireConns) get(tp topicPartition) *leaderConn {
 	return c
 }
 
+// closeAll closes every partition's connection, once the workers that use
+// them have stopped (Close): Close returns with none of them open.
+func (w *wireConns) closeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.m {
+		c.drop()
+	}
+}
+
 // idleConnTimeout: a connection unused this long is closed and dialed
 // again rather than written to. Brokers close connections idle for
 // connections.max.idle.ms (default 10 minutes); a request on one they
@@ -109,7 +119,8 @@ func (w *wireConns) get(tp topicPartition) *leaderConn {
 const idleConnTimeout = 30 * time.Second
 
 // leaderConn is one partition's connection to its leader, nil pc when
-// none is open. The producer's context ending closes it (Close).
+// none is open. The producer's context ending closes it, interrupting a
+// request in flight, and Close drops it once the workers have stopped.
 type leaderConn struct {
 	pc   *protocol.Conn
 	used time.Time   // when the last request on pc ended
@@ -131,21 +142,23 @@ func (c *leaderConn) drop() {
 }
 
 // produce writes one produce request and reads its answer on c. ctx bounds
-// both: its deadline is the connection's, and its end interrupts them.
+// both: its deadline (DefaultRequestTimeout from now when it has none) is
+// the connection's, the broker's acks timeout is a margin less
+// (ackTimeout), and its end interrupts them.
 func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byte) (*produce.Response, error) {
 	c.rs.reset(batch)
 	defer c.rs.reset(nil) // keep no reference to batch
-	timeout := DefaultRequestTimeout
 	deadline, ok := ctx.Deadline()
-	if ok {
-		timeout = time.Until(deadline)
+	if !ok {
+		deadline = time.Now().Add(DefaultRequestTimeout)
 	}
+	timeout := ackTimeout(time.Until(deadline))
 	// The request lives in c, reused: RoundTrip is done with it on return.
 	c.part[0] = rawproduce.RequestPartition{Partition: int32(tp.partition), RecordSet: protocol.RawRecordSet{Reader: &c.rs}}
 	c.topic[0] = rawproduce.RequestTopic{Topic: tp.topic, Partitions: c.part[:]}
-	c.req = rawproduce.Request{Acks: int16(kafka.RequireAll), Timeout: int32(max(timeout.Milliseconds(), 1)), Topics: c.topic[:]}
+	c.req = rawproduce.Request{Acks: int16(kafka.RequireAll), Timeout: int32(timeout.Milliseconds()), Topics: c.topic[:]}
 	req := &c.req
-	_ = c.pc.SetDeadline(deadline) // zero when ctx has none: no deadline
+	_ = c.pc.SetDeadline(deadline)
 	pc := c.pc
 	stop := context.AfterFunc(ctx, func() { _ = pc.SetDeadline(time.Unix(1, 0)) })
 	m, err := c.pc.RoundTrip(req)
@@ -165,6 +178,14 @@ func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byt
 		return nil, fmt.Errorf("the broker answered a produce request with %T", m)
 	}
 	return res, nil
+}
+
+// ackTimeout is the acks timeout a produce request gives the broker when
+// the client waits d for the answer: a margin (a tenth, at most 1 s) less,
+// so that the broker's REQUEST_TIMED_OUT answer arrives before the client's
+// deadline and the connection is kept instead of dropped and dialed again.
+func ackTimeout(d time.Duration) time.Duration {
+	return max(d-min(time.Second, d/10), time.Millisecond)
 }
 
 // recordSet reads as a produce request's records field, as kafka-go's
@@ -313,6 +334,28 @@ func (p *Producer) dialBroker(ctx context.Context, addr string) (*protocol.Conn,
 	}()
 	deadline, _ := ctx.Deadline()
 	_ = nc.SetDeadline(deadline)
+	// ctx ending (Close) interrupts ApiVersions and SASL too, not only the
+	// TCP dial and the TLS handshake: the deadline moves to the past.
+	interrupt := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	defer interrupt()
+	pc, err := p.handshake(ctx, nc, addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	if !interrupt() {
+		return nil, fmt.Errorf("connecting to broker %s: %w", addr, ctx.Err())
+	}
+	_ = nc.SetDeadline(time.Time{})
+	ready = true
+	return pc, nil
+}
+
+// handshake readies nc, a new connection to the broker at addr, for
+// requests: TLS when configured, ApiVersions, then SASL when configured.
+func (p *Producer) handshake(ctx context.Context, nc net.Conn, addr string) (*protocol.Conn, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	if tc := p.transport.TLS; tc != nil {
 		if tc.ServerName == "" {
@@ -335,8 +378,6 @@ func (p *Producer) dialBroker(ctx context.Context, addr string) (*protocol.Conn,
 			return nil, fmt.Errorf("SASL %s authentication with broker %s: %w", m.Name(), addr, err)
 		}
 	}
-	_ = nc.SetDeadline(time.Time{})
-	ready = true
 	return pc, nil
 }
 
@@ -356,9 +397,20 @@ func negotiateVersions(pc *protocol.Conn) error {
 		key := protocol.ApiKey(k.ApiKey)
 		ver[key] = key.SelectVersion(k.MinVersion, k.MaxVersion)
 	}
+	if v, ok := ver[protocol.Produce]; !ok || v < minProduceVersion {
+		if !ok {
+			v = -1
+		}
+		return fmt.Errorf("%w: the broker speaks Produce up to v%d; record batches (message format v2, as the relay writes them) need Produce v%d, Kafka 0.11 or later",
+			kafka.UnsupportedVersion, v, minProduceVersion)
+	}
 	pc.SetVersions(ver)
 	return nil
 }
+
+// minProduceVersion is the first Produce version that carries record
+// batches (message format v2, KIP-98): kafkabatch writes nothing else.
+const minProduceVersion = 3
 
 // authenticateSASL runs the SASL exchange on pc: SaslHandshake naming the
 // mechanism, then SaslAuthenticate until the mechanism completes.
