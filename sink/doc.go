@@ -16,12 +16,14 @@
 // record of a refused batch: a MESSAGE_TOO_LARGE for the batch fails all of
 // it.
 //
-// So the producer is built on kafka-go's Client and Transport (TLS, SASL,
-// connection pooling, leader routing): one goroutine per partition owns an
-// ordered queue and sends one batch at a time, encoded by internal/kafkabatch
-// and sent as a raw produce request (Producer.produceRaw, sink/wire.go); a
-// transient failure retries the same bytes forever with capped exponential
-// backoff
+// So the producer is built on kafka-go's Client and Transport (metadata,
+// topic creation, InitProducerId) and its protocol layer: one goroutine per
+// partition owns an ordered queue and sends one batch at a time, encoded by
+// internal/kafkabatch and sent as a raw produce request over the
+// partition's own connection to its leader (Producer.produceRaw,
+// sink/wire.go: TLS and SASL as the Transport does them, no connection
+// goroutine); a transient failure retries the same bytes forever with
+// capped exponential backoff
 // (retry.backoff.ms .. retry.backoff.max.ms) while later records wait; a
 // batch Kafka refuses for good is resent one record at a time so only the
 // refused records fail (retryable decides which errors are which). That is

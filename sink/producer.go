@@ -26,6 +26,7 @@ type Producer struct {
 	transport *kafka.Transport
 	client    *kafka.Client
 	budget    *budget
+	wire      wireConns    // each partition's connection to its leader (wire.go)
 	idem      *idempotence // nil with enable.idempotence=false
 
 	// ctx is cancelled by Close; every goroutine of the producer exits on it.
@@ -214,6 +215,7 @@ func (p *Producer) Close() error {
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+	p.wire.closeAll()
 	p.transport.CloseIdleConnections()
 	return nil
 }

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/outboxrelay/outboxrelay/internal/certerr"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -108,5 +110,95 @@ func TestRealBrokerLostAnswerNotDuplicated(t *testing.T) {
 			}
 			checkLostAnswer(t, cfg, topic, idempotent)
 		})
+	}
+}
+
+// TestRealBrokerTLSAndSASL: the partition worker's own connection to the
+// leader (wire.go) speaks TLS and SASL/SCRAM-SHA-512 to the bed's Kafka 4
+// as kafka-go's Transport does (the records are acknowledged), and a wrong
+// CA or password fails the records instead of being retried for ever.
+// With a wrong CA or password, Send fails the records already when kafka-go
+// resolves the topic, before any partition connection is dialed; so the
+// test also dials the broker through the partition connection's own code
+// (dialBroker) and checks its error: a certificate or SASL failure, not
+// retried, explained with the config key to fix.
+func TestRealBrokerTLSAndSASL(t *testing.T) {
+	tlsBrokers, ca := testbed.KafkaTLS(t)
+	_, wrongCA := testbed.PostgresTLS(t)
+	saslBrokers, user, password := testbed.KafkaSASL(t)
+	jaas := func(pw string) string {
+		return `org.apache.kafka.common.security.scram.ScramLoginModule required username="` + user + `" password="` + pw + `";`
+	}
+	for _, tc := range []struct {
+		name string
+		kv   map[string]string
+		ok   bool
+		fix  string // the key explain names when !ok
+	}{
+		{"SSL", map[string]string{KeyBootstrapServers: tlsBrokers, KeySecurityProtocol: "SSL", KeyTruststoreLocation: ca}, true, ""},
+		{"SSL wrong CA", map[string]string{KeyBootstrapServers: tlsBrokers, KeySecurityProtocol: "SSL", KeyTruststoreLocation: wrongCA}, false, KeyTruststoreLocation},
+		{"SASL SCRAM-SHA-512", map[string]string{KeyBootstrapServers: saslBrokers, KeySecurityProtocol: "SASL_PLAINTEXT",
+			KeySASLMechanism: "SCRAM-SHA-512", KeySASLJAASConfig: jaas(password)}, true, ""},
+		{"SASL wrong password", map[string]string{KeyBootstrapServers: saslBrokers, KeySecurityProtocol: "SASL_PLAINTEXT",
+			KeySASLMechanism: "SCRAM-SHA-512", KeySASLJAASConfig: jaas("wrong-" + password)}, false, KeySASLJAASConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.kv[KeyTopicPartitions], tc.kv[KeyTopicReplication] = "1", "-1"
+			tc.kv["retry.backoff.ms"], tc.kv["retry.backoff.max.ms"] = "10", "100"
+			cfg, err := ParseConfig(tc.kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := newTestProducer(t, cfg)
+			topic := fmt.Sprintf("sink-security-%d", time.Now().UnixNano())
+			a := newAcks()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if !tc.ok {
+				checkDialRefused(ctx, t, p, cfg.Brokers[0], tc.fix)
+			}
+			for i := range 3 {
+				id := fmt.Sprintf("ev-%d", i)
+				if err := p.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
+					if tc.ok {
+						t.Fatal(err)
+					}
+					return // refused before sending: as good as a failed ack
+				}
+			}
+			flush(t, p, 60*time.Second)
+			for i := range 3 {
+				err := a.err(fmt.Sprintf("ev-%d", i))
+				if tc.ok && err != nil {
+					t.Fatalf("ev-%d: %v", i, err)
+				}
+				if !tc.ok && err == nil {
+					t.Fatalf("ev-%d acknowledged", i)
+				}
+			}
+		})
+	}
+}
+
+// checkDialRefused dials addr as a partition's own connection does and
+// fails unless the broker's refusal is a certificate or SASL failure, not
+// retried, and explained naming the config key fix.
+func checkDialRefused(ctx context.Context, t *testing.T, p *Producer, addr, fix string) {
+	t.Helper()
+	pc, err := p.dialBroker(ctx, addr)
+	if pc != nil {
+		pc.Close()
+	}
+	if err == nil {
+		t.Fatalf("dialBroker(%s) succeeded", addr)
+	}
+	if !certerr.Failed(err) && !errors.Is(err, kafka.SASLAuthenticationFailed) {
+		t.Fatalf("dialBroker(%s): %v; want a certificate or SASL authentication failure", addr, err)
+	}
+	if retryable(err) {
+		t.Fatalf("dialBroker(%s): %v is retried", addr, err)
+	}
+	if msg := explain(err).Error(); !strings.Contains(msg, fix) {
+		t.Fatalf("dialBroker(%s): %q does not name %s", addr, msg, fix)
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,3 +114,102 @@ func TestPartitionGone(t *testing.T) {
 		t.Fatal("the record for a partition that no longer exists was still retried after 20 s")
 	}
 }
+
+// TestLeaderMovesToAnotherBroker (issue 14, wire.go): the partition
+// worker's own connection stays with the broker it dialed. After the partition's leader moves, that
+// broker answers NOT_LEADER_OR_FOLLOWER; the worker must drop the
+// connection, look the leader up again and dial it, not retry the old
+// broker for ever. Every record is acknowledged, in order, exactly once.
+func TestLeaderMovesToAnotherBroker(t *testing.T) {
+	c, addr := newCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(1, "orders"))
+	p := newTestProducer(t, fastConfig(addr))
+	a := newAcks()
+	var ids []string
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("e%d", i)
+			if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}, a.cb(id)); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		flush(t, p, 20*time.Second)
+	}
+	send(0, 10)
+	for move := 1; move <= 2; move++ {
+		old := c.LeaderFor("orders", 0)
+		next := (old + 1) % 3
+		if err := c.MoveTopicPartition("orders", 0, next); err != nil {
+			t.Fatal(err)
+		}
+		send(move*10, move*10+10)
+		if got := c.LeaderFor("orders", 0); got != next {
+			t.Fatalf("leader %d, want %d", got, next)
+		}
+	}
+	a.exactlyOnce(t, ids)
+	for _, id := range ids {
+		if err := a.err(id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	got := readTopic(t, []string{addr}, "orders")
+	if len(got[0]) != len(ids) {
+		t.Fatalf("%d records in the partition, want %d", len(got[0]), len(ids))
+	}
+	for i, m := range got[0] {
+		if want := fmt.Sprintf("seq=%d", i); string(m.Value) != want {
+			t.Fatalf("record %d is %s, want %s", i, m.Value, want)
+		}
+	}
+}
+
+// Regression (issue 14, wire.go): a partition's own connection, unused for
+// a while, may have been closed by the broker (connections.max.idle.ms);
+// the next batch written to it failed, was logged as a produce failure and
+// waited a backoff. A connection idle past the timeout is dialed again
+// before it is written to: no failure.
+func TestIdleConnectionRedialed(t *testing.T) {
+	_, addr := newCluster(t, kfake.SeedTopics(1, "orders"))
+	p := newTestProducer(t, fastConfig(addr))
+	p.wire.idle = 50 * time.Millisecond
+	var mu sync.Mutex
+	var conns []net.Conn
+	p.transport.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, address)
+		if err == nil {
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+		return c, err
+	}
+	obs := &countingObserver{}
+	p.SetObserver(obs)
+	a := newAcks()
+	send := func(id string) {
+		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(id), EventID: id}, a.cb(id)); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, p, 10*time.Second)
+		if err := a.err(id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	send("before")
+	mu.Lock()
+	for _, c := range conns { // the broker closes the idle connections
+		c.Close()
+	}
+	mu.Unlock()
+	time.Sleep(100 * time.Millisecond)
+	send("after")
+	if n := obs.failed.Load(); n != 0 {
+		t.Fatalf("%d produce failures after the idle connection was closed, want 0", n)
+	}
+}
+
+type countingObserver struct{ failed atomic.Int32 }
+
+func (o *countingObserver) Produced(records, bytes int)              {}
+func (o *countingObserver) ProduceFailed(kind string, retrying bool) { o.failed.Add(1) }

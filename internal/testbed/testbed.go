@@ -64,6 +64,7 @@ const (
 	EnvKafkaSASLBrokers  = "OUTBOXRELAY_TEST_KAFKA_SASL_BROKERS"
 	EnvKafkaSASLUser     = "OUTBOXRELAY_TEST_KAFKA_SASL_USER"
 	EnvKafkaSASLPassword = "OUTBOXRELAY_TEST_KAFKA_SASL_PASSWORD"
+	EnvKafkaTLSBrokers   = "OUTBOXRELAY_TEST_KAFKA_TLS_BROKERS"
 )
 
 // PostgresTLS returns the CA that signed the bed's PostgreSQL server
@@ -71,6 +72,13 @@ const (
 func PostgresTLS(t testing.TB) (ca, wrongCA string) {
 	t.Helper()
 	return lookup(t, EnvPostgresCA, "PostgreSQL TLS"), lookup(t, EnvPostgresWrongCA, "PostgreSQL TLS")
+}
+
+// KafkaTLS returns the bed's SSL listener, whose certificate the bed's CA
+// signed (the one PostgresTLS returns first).
+func KafkaTLS(t testing.TB) (brokers, ca string) {
+	t.Helper()
+	return lookup(t, EnvKafkaTLSBrokers, "Kafka TLS listener"), lookup(t, EnvPostgresCA, "Kafka TLS listener")
 }
 
 // KafkaSASL returns the bed's SASL_PLAINTEXT listener (SCRAM-SHA-512) and
