@@ -216,7 +216,7 @@ func (s *stream) coalesce(ctx context.Context) {
 
 // coalesceWait is how long to pause before a receive: coalescePause inside
 // a transaction that has not paused yet, when nothing is buffered (a
-// backlog always has something buffered: it never pauses) and the next
+// backlog nearly always has something buffered) and the next
 // status update or heartbeat is not due sooner. The pause adds at most
 // coalescePause to a transaction's latency.
 func coalesceWait(inTx, coalesced bool, buffered int, untilDue time.Duration) time.Duration {
