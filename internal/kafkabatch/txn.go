@@ -141,15 +141,29 @@ func (p *TxnProducer) Init(ctx context.Context) error {
 	default:
 		return p.stateErr("InitProducerId")
 	}
-	err := p.retry(ctx, "InitProducerId", func() error {
+	// -1/-1 asks for the current id; after a sequence error the current
+	// ones ask for a bump of the epoch (KIP-360).
+	err := p.initProducerID(ctx, "InitProducerId", p.epoch)
+	if err != nil {
+		return p.fail("InitProducerId", err)
+	}
+	p.ready()
+	p.log.Info("transactional producer ready", "producer_id", p.producerID, "epoch", p.epoch)
+	return nil
+}
+
+// initProducerID sends InitProducerId with the current producer id and
+// the given epoch as the expected one, retrying transient answers, and
+// takes the id and epoch the coordinator answers.
+func (p *TxnProducer) initProducerID(ctx context.Context, op string, epoch int16) error {
+	return p.retry(ctx, op, func() error {
 		res, err := p.client.InitProducerID(ctx, &kafka.InitProducerIDRequest{
 			TransactionalID:      p.cfg.TransactionalID,
 			TransactionTimeoutMs: int(p.cfg.TransactionTimeout.Milliseconds()),
-			// -1/-1 asks for the current id; after a sequence error the
-			// current ones ask for a bump of the epoch (KIP-360). kafka-go
-			// sends 0/0 when these are left zero.
+			// kafka-go sends these from InitProducerId v3 (Kafka 2.5) on,
+			// and 0/0 when they are left zero.
 			ProducerID:    int(p.producerID),
-			ProducerEpoch: int(p.epoch),
+			ProducerEpoch: int(epoch),
 		})
 		if err != nil {
 			return err
@@ -160,14 +174,14 @@ func (p *TxnProducer) Init(ctx context.Context) error {
 		p.producerID, p.epoch = int64(res.Producer.ProducerID), int16(res.Producer.ProducerEpoch)
 		return nil
 	})
-	if err != nil {
-		return p.fail("InitProducerId", err)
-	}
+}
+
+// ready is the state after an InitProducerId answered: a new epoch, its
+// sequences from 0, no transaction.
+func (p *TxnProducer) ready() {
 	clear(p.sequences)
 	clear(p.added)
 	p.state, p.bump = stateReady, false
-	p.log.Info("transactional producer ready", "producer_id", p.producerID, "epoch", p.epoch)
-	return nil
 }
 
 // Begin opens a transaction. Nothing is sent until the first Produce.
