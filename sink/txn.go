@@ -102,6 +102,7 @@ type txnProducer interface {
 	AddPartitions(ctx context.Context, tps []kafkabatch.TopicPartition) error
 	Commit(ctx context.Context) error
 	Abort(ctx context.Context) error
+	ResumeAfterTimeout(ctx context.Context) (bool, error)
 }
 
 // txnItem is what Send and Boundary queue for the worker: a record, or a

@@ -125,12 +125,23 @@ func (p *TxnProducer) fail(op string, err error) error {
 }
 
 func (p *TxnProducer) fencedErr(op string, err error) error {
-	msg := fmt.Sprintf("kafkabatch: %s (transactional.id %q, producer id %d, epoch %d): another instance with this transactional.id started (InitProducerId) and took over; stop this one", op, p.cfg.TransactionalID, p.producerID, p.epoch)
-	if err == nil {
-		return fmt.Errorf("%s: %w", msg, ErrFenced)
-	}
-	return fmt.Errorf("%s: %w: %w", msg, ErrFenced, err)
+	return fmt.Errorf("kafkabatch: %s (transactional.id %q, producer id %d, epoch %d): %w", op, p.cfg.TransactionalID, p.producerID, p.epoch, fencedError{err})
 }
+
+// fencedError is ErrFenced with the broker's answer, said once: its text
+// is the answer's alone (Kafka's own says who fenced), ErrFenced's only
+// when there is none.
+type fencedError struct{ err error }
+
+func (f fencedError) Error() string {
+	if f.err == nil {
+		return ErrFenced.Error()
+	}
+	return f.err.Error()
+}
+
+func (f fencedError) Is(target error) bool { return target == ErrFenced }
+func (f fencedError) Unwrap() error        { return f.err }
 
 func (p *TxnProducer) stateErr(op string) error {
 	switch p.state {

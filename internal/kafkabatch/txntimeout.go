@@ -28,16 +28,16 @@ func (p *TxnProducer) ResumeAfterTimeout(ctx context.Context) (bool, error) {
 	if p.state != stateFenced || p.producerID < 0 || p.epoch >= math.MaxInt16-1 {
 		return false, nil
 	}
-	err := p.initProducerID(ctx, "InitProducerId after a fencing error (a transaction timeout?)", p.epoch)
+	was := p.epoch
+	err := p.initProducerID(ctx, "InitProducerId after a fencing error (a transaction timeout?)", was)
 	if err != nil {
 		if classify(err) == classFenced {
 			return false, nil
 		}
 		return false, p.fencedErr("InitProducerId after a fencing error", err)
 	}
-	was := p.epoch
 	p.ready()
-	p.log.Warn("the coordinator had aborted the transaction for outliving transaction.timeout.ms; the producer goes on with the epoch it answered",
+	p.log.Info("the coordinator had aborted the transaction for outliving transaction.timeout.ms; the producer goes on with the epoch it answered",
 		"producer_id", p.producerID, "epoch", p.epoch, "transaction.timeout.ms", p.cfg.TransactionTimeout.Milliseconds(), "was_epoch", was)
 	return true, nil
 }
