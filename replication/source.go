@@ -221,12 +221,16 @@ func (s *Source) prepare(ctx context.Context, st *stream, known capture.Known) e
 // compare logs how the slot stands against the recorded position. Behind
 // is normal after a failover to a standby whose synchronized slot lagged:
 // the stream resumes from the slot and skips nothing (events in between
-// are sent again). Ahead is normal too: the position is recorded on a
+// are sent again; with exactly-once, behind is the rule, and the relay
+// skips what Kafka has). Ahead is normal too: the position is recorded on a
 // timer, behind the slot.
 func (s *Source) compare(st *stream, known capture.Known) {
 	slot, rec := st.srv.Slot.ConfirmedFlush, known.Recorded
 	switch {
 	case rec == 0:
+	case slot < rec && known.Skips:
+		s.opt.Log.Info("the slot is behind the recorded position (with exactly-once the slot is confirmed after the Kafka commit): resuming from the slot; transactions below the recorded position are in Kafka and are skipped, unless it was recorded on another server or timeline (then the relay warns)",
+			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "in", known.RecordedIn)
 	case slot < rec:
 		s.opt.Log.Warn("the slot is behind the recorded position (a standby's slot synchronized late?): resuming from the slot; events in between are sent again",
 			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "in", known.RecordedIn)
