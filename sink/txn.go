@@ -108,9 +108,10 @@ type txnProducer interface {
 // txnItem is what Send and Boundary queue for the worker: a record, or a
 // boundary with its sequence number and position.
 type txnItem struct {
-	rec      *pending // nil for a boundary
-	seq      int64    // a boundary's sequence number
-	position uint64   // a boundary's position (0: none)
+	rec      *pending  // nil for a boundary
+	seq      int64     // a boundary's sequence number
+	position uint64    // a boundary's position (0: none)
+	at       time.Time // when it was queued (records only)
 }
 
 // NewTxnSink makes a transactional sink on p's connections and
@@ -172,7 +173,7 @@ func (s *TxnSink) Send(ctx context.Context, r Record, onAck func(error)) error {
 	if s.broken != nil {
 		return s.broken
 	}
-	s.queue = append(s.queue, txnItem{rec: pe})
+	s.queue = append(s.queue, txnItem{rec: pe, at: time.Now()})
 	s.pending++
 	s.signal()
 	return nil
@@ -190,6 +191,33 @@ func (s *TxnSink) Boundary(position uint64) {
 	s.boundaries++
 	s.queue = append(s.queue, txnItem{seq: s.boundaries, position: position})
 	s.signal()
+}
+
+// lingerLeft is how long the worker waits before it takes what is
+// queued, with transaction.boundary=poll: until the oldest queued record
+// is linger.ms old, as a producer's batch waits for company (so that
+// under load a Kafka transaction carries many PostgreSQL transactions: its
+// requests cost CPU per transaction, not per record). Records that
+// arrived during the last round are older than that already and are
+// taken at once; a record arriving at an idle sink too: waiting for one
+// that may not come only adds latency.
+func (s *TxnSink) lingerLeft() time.Duration {
+	if s.cfg.Boundary != BoundaryPoll {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lingerLeftLocked()
+}
+
+// lingerLeftLocked is lingerLeft with s.mu held.
+func (s *TxnSink) lingerLeftLocked() time.Duration {
+	for _, it := range s.queue {
+		if it.rec != nil {
+			return s.p.cfg.Linger - time.Since(it.at)
+		}
+	}
+	return 0
 }
 
 // signal wakes the worker (s.mu held); a wake already pending suffices.
@@ -382,7 +410,7 @@ func (s *TxnSink) work() {
 	defer close(s.done)
 	for {
 		s.workMu.Lock()
-		wait, linger := s.w.wait(), s.w.linger()
+		wait, linger := s.w.wait(), s.lingerLeft()
 		s.workMu.Unlock()
 		if linger > 0 && !s.sleep(linger) {
 			return

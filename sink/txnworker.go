@@ -35,7 +35,6 @@ type txnWorker struct {
 	bSeq     int64                       // the last boundary in the transaction, not committed; 0: none
 	bPos     uint64                      // the last position among its boundaries
 	carry    []txnItem                   // records after the last boundary, held back
-	lastEnd  time.Time                   // when the last transaction committed
 	sticky   map[string]int              // null-key partition per topic in this transaction
 	spans    int                         // PostgreSQL transactions whose records it holds, ended
 	recs     bool                        // it holds records after its last boundary
@@ -69,19 +68,6 @@ func (w *txnWorker) wait() time.Duration {
 		return 0
 	}
 	return max(time.Millisecond, min(w.s.cfg.Interval, w.openLimit())-time.Since(w.openedAt))
-}
-
-// linger is how long the worker waits after a commit before it takes
-// what is queued: linger.ms, as a producer batches. Under load each Kafka
-// transaction then carries more PostgreSQL transactions (its requests
-// cost CPU per transaction, not per record), and the coordinator has
-// written the last one's markers, which AddPartitionsToTxn otherwise
-// waits for (CONCURRENT_TRANSACTIONS).
-func (w *txnWorker) linger() time.Duration {
-	if w.lastEnd.IsZero() || w.s.cfg.Boundary != BoundaryPoll {
-		return 0
-	}
-	return w.s.p.cfg.Linger - time.Since(w.lastEnd)
 }
 
 // round adds what was queued to the transaction, up to the last boundary;
@@ -352,7 +338,7 @@ func (w *txnWorker) commit() error {
 		return err
 	}
 	n := w.written
-	w.open, w.written, w.bSeq, w.bPos, w.lastEnd = false, 0, 0, 0, time.Now()
+	w.open, w.written, w.bSeq, w.bPos = false, 0, 0, 0
 	w.spans, w.first = 0, ""
 	clear(w.sticky)
 	w.relax()

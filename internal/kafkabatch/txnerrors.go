@@ -54,6 +54,16 @@ func unknownTopic(err error) bool {
 	return errors.Is(err, protocol.ErrNoTopic) || errors.Is(err, protocol.ErrNoPartition) || errors.Is(err, kafka.UnknownTopicOrPartition)
 }
 
+// concurrentTxnRetryMax is the longest wait before retrying
+// CONCURRENT_TRANSACTIONS (Java's ADD_PARTITIONS_RETRY_BACKOFF_MS).
+const concurrentTxnRetryMax = 20 * time.Millisecond
+
+// concurrentTxnWait is the wait before retry attempt+1 of a request the
+// coordinator answered CONCURRENT_TRANSACTIONS: 2, 4, 8, 16, then 20 ms.
+func concurrentTxnWait(attempt int) time.Duration {
+	return min(time.Duration(1<<min(attempt-1, 4))*2*time.Millisecond, concurrentTxnRetryMax)
+}
+
 // retry calls f until it succeeds, fails with an error that is not
 // transient, or ctx ends; waits double from retry.backoff.ms up to
 // retry.backoff.max.ms.
@@ -73,12 +83,14 @@ func (p *TxnProducer) retry(ctx context.Context, op string, f func() error) erro
 		if unknownTopic(err) {
 			p.refreshMetadata()
 		}
-		if errors.Is(err, kafka.ConcurrentTransactions) && attempt == 1 {
+		if errors.Is(err, kafka.ConcurrentTransactions) {
 			// The coordinator is writing the last transaction's markers,
-			// a matter of milliseconds: Java retries AddPartitionsToTxn
-			// after 20 ms here rather than retry.backoff.ms; the first
-			// retry here waits 2 ms (the wait doubles from there).
-			wait = min(wait, 2*time.Millisecond)
+			// a matter of milliseconds, more on a loaded broker: Java
+			// retries AddPartitionsToTxn every 20 ms here rather than
+			// after retry.backoff.ms, doubling; this waits 2 ms, then
+			// doubles up to 20 ms and stays there, so a slow marker
+			// write costs at most 20 ms more, not up to retry.backoff.max.ms.
+			wait = concurrentTxnWait(attempt)
 		}
 		level := slog.LevelDebug
 		if attempt%10 == 0 {
