@@ -28,6 +28,7 @@ type fakeTxn struct {
 	timedOut  bool // ResumeAfterTimeout's answer: the coordinator aborted for the timeout
 	resumes   int  // ResumeAfterTimeout calls
 	commits   int
+	abortErr  error // the next Abort returns it
 }
 
 func (f *fakeTxn) ResumeAfterTimeout(context.Context) (bool, error) {
@@ -106,7 +107,9 @@ func (f *fakeTxn) Abort(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.open = nil
-	return nil
+	err := f.abortErr
+	f.abortErr = nil
+	return err
 }
 
 func (f *fakeTxn) values() []string {

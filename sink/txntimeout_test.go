@@ -250,3 +250,27 @@ func TestTxnSinkTimeoutOnBed(t *testing.T) {
 		t.Fatalf("LoadCommitted: %+v, %v; want 0x200", pos, err)
 	}
 }
+
+// The last session ended for another reason (PostgreSQL gone) with a
+// Kafka transaction open, longer than transaction.timeout.ms: Start's
+// abort is answered as fenced, but the coordinator only timed it out, and
+// the next session goes on.
+func TestTxnSinkStartAfterTimedOutOpenTransaction(t *testing.T) {
+	f := &fakeTxn{}
+	s := newFakeTxnSink(t, f, TxnConfig{})
+	if _, _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.workMu.Lock()
+	s.w.open = true // as a session that ended with its transaction open
+	s.workMu.Unlock()
+	f.mu.Lock()
+	f.abortErr, f.timedOut = errFencedByBroker, true
+	f.mu.Unlock()
+	if _, _, err := s.Start(context.Background()); err != nil {
+		t.Fatalf("Start after the coordinator timed the open transaction out: %v", err)
+	}
+	if err := sendTxn(t, s, "a", 100); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -434,7 +434,13 @@ func (w *txnWorker) drop(err error) {
 func (w *txnWorker) reset(ctx context.Context) error {
 	if w.open {
 		if err := w.s.txn.Abort(ctx); err != nil && errors.Is(err, kafkabatch.ErrFenced) {
-			return fmt.Errorf("exactly-once: %w: %w", ErrTxnFenced, err)
+			// Left open by a session that ended otherwise (PostgreSQL gone
+			// for longer than transaction.timeout.ms): the coordinator may
+			// have aborted it itself.
+			if ok, _ := w.s.txn.ResumeAfterTimeout(ctx); !ok {
+				return fmt.Errorf("exactly-once: %w: %w", ErrTxnFenced, err)
+			}
+			w.s.log.Info("exactly-once: the last session's open Kafka transaction outlived transaction.timeout.ms and the coordinator aborted it", "transaction.timeout.ms", w.s.cfg.Timeout.Milliseconds())
 		}
 		w.open = false
 	}
