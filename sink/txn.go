@@ -108,10 +108,9 @@ type txnProducer interface {
 // txnItem is what Send and Boundary queue for the worker: a record, or a
 // boundary with its sequence number and position.
 type txnItem struct {
-	rec      *pending  // nil for a boundary
-	seq      int64     // a boundary's sequence number
-	position uint64    // a boundary's position (0: none)
-	at       time.Time // when it was queued (records only)
+	rec      *pending // nil for a boundary
+	seq      int64    // a boundary's sequence number
+	position uint64   // a boundary's position (0: none)
 }
 
 // NewTxnSink makes a transactional sink on p's connections and
@@ -173,7 +172,7 @@ func (s *TxnSink) Send(ctx context.Context, r Record, onAck func(error)) error {
 	if s.broken != nil {
 		return s.broken
 	}
-	s.queue = append(s.queue, txnItem{rec: pe, at: time.Now()})
+	s.queue = append(s.queue, txnItem{rec: pe})
 	s.pending++
 	s.signal()
 	return nil
@@ -191,33 +190,6 @@ func (s *TxnSink) Boundary(position uint64) {
 	s.boundaries++
 	s.queue = append(s.queue, txnItem{seq: s.boundaries, position: position})
 	s.signal()
-}
-
-// lingerLeft is how long the worker waits before it takes what is
-// queued, with transaction.boundary=poll: until the oldest queued record
-// is linger.ms old, as a producer's batch waits for company (so that
-// under load a Kafka transaction carries many PostgreSQL transactions: its
-// requests cost CPU per transaction, not per record). Records that
-// arrived during the last round are older than that already and are
-// taken at once; a record arriving at an idle sink too: waiting for one
-// that may not come only adds latency.
-func (s *TxnSink) lingerLeft() time.Duration {
-	if s.cfg.Boundary != BoundaryPoll {
-		return 0
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lingerLeftLocked()
-}
-
-// lingerLeftLocked is lingerLeft with s.mu held.
-func (s *TxnSink) lingerLeftLocked() time.Duration {
-	for _, it := range s.queue {
-		if it.rec != nil {
-			return s.p.cfg.Linger - time.Since(it.at)
-		}
-	}
-	return 0
 }
 
 // signal wakes the worker (s.mu held); a wake already pending suffices.
@@ -410,7 +382,7 @@ func (s *TxnSink) work() {
 	defer close(s.done)
 	for {
 		s.workMu.Lock()
-		wait, linger := s.w.wait(), s.lingerLeft()
+		wait, linger := s.w.wait(), s.w.linger()
 		s.workMu.Unlock()
 		if linger > 0 && !s.sleep(linger) {
 			return

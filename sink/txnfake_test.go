@@ -371,38 +371,34 @@ func TestTxnSinkNullKeySticky(t *testing.T) {
 }
 
 // Regression (issue 17, p99 at 1,000 events/s): after every commit the
-// worker slept linger.ms before taking what was queued, whatever its age:
-// records that had waited a whole round already waited linger.ms more,
-// and a record arriving at an idle sink waited too. linger.ms now counts
-// from the oldest queued record's arrival, as a producer's batch; a
-// record at an idle sink is taken at once.
-func TestTxnSinkLingerFromOldestRecord(t *testing.T) {
+// worker slept linger.ms before taking what was queued: at a moderate
+// rate each PostgreSQL transaction waited for it. It lingers only after a
+// transaction that wrote a batch (batch.size) or more, under load.
+func TestTxnSinkLingerOnlyAfterFullBatch(t *testing.T) {
 	f := &fakeTxn{}
 	s := newFakeTxnSink(t, f, TxnConfig{})
 	s.p.cfg.Linger = 10 * time.Second
+	s.p.cfg.BatchBytes = 1 << 20
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 { // the second comes after a commit
-		time.Sleep(50 * time.Millisecond) // the worker waits in take: the sink is idle
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		sendValue(t, s, fmt.Sprint(i))
 		s.Boundary(uint64(100 * (i + 1)))
 		err := s.Flush(ctx)
 		cancel()
 		if err != nil {
-			t.Fatalf("transaction %d at an idle sink with linger.ms 10s: %v", i+1, err)
+			t.Fatalf("transaction %d after a small one, linger.ms 10s: %v", i+1, err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue = []txnItem{{seq: 1}, {rec: &pending{}, at: time.Now().Add(-4 * time.Second)}}
-	if got := s.lingerLeftLocked(); got <= 0 || got > 6*time.Second {
-		t.Errorf("linger left for a record queued 4s ago with linger.ms 10s: %s, want about 6s", got)
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	if got := s.w.linger(); got > 0 {
+		t.Errorf("linger after a transaction smaller than batch.size: %s, want none", got)
 	}
-	s.queue[1].at = time.Now().Add(-11 * time.Second)
-	if got := s.lingerLeftLocked(); got > 0 {
-		t.Errorf("linger left for a record older than linger.ms: %s, want none", got)
+	s.w.lastFull = true
+	if got := s.w.linger(); got <= 9*time.Second {
+		t.Errorf("linger after a transaction of a full batch: %s, want linger.ms since the commit", got)
 	}
-	s.queue = nil
 }
