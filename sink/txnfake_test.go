@@ -369,36 +369,3 @@ func TestTxnSinkNullKeySticky(t *testing.T) {
 		t.Fatalf("one transaction's null-key records went to partitions %v, want one", f.parts)
 	}
 }
-
-// Regression (issue 17, p99 at 1,000 events/s): after every commit the
-// worker slept linger.ms before taking what was queued: at a moderate
-// rate each PostgreSQL transaction waited for it. It lingers only after a
-// transaction that wrote a batch (batch.size) or more, under load.
-func TestTxnSinkLingerOnlyAfterFullBatch(t *testing.T) {
-	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{})
-	s.p.cfg.Linger = 10 * time.Second
-	s.p.cfg.BatchBytes = 1 << 20
-	if _, _, err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 { // the second comes after a commit
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		sendValue(t, s, fmt.Sprint(i))
-		s.Boundary(uint64(100 * (i + 1)))
-		err := s.Flush(ctx)
-		cancel()
-		if err != nil {
-			t.Fatalf("transaction %d after a small one, linger.ms 10s: %v", i+1, err)
-		}
-	}
-	s.workMu.Lock()
-	defer s.workMu.Unlock()
-	if got := s.w.linger(); got > 0 {
-		t.Errorf("linger after a transaction smaller than batch.size: %s, want none", got)
-	}
-	s.w.lastFull = true
-	if got := s.w.linger(); got <= 9*time.Second {
-		t.Errorf("linger after a transaction of a full batch: %s, want linger.ms since the commit", got)
-	}
-}
