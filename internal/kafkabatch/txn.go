@@ -102,6 +102,11 @@ type TxnProducer struct {
 	bump       bool // the epoch must be bumped after the abort (sequences broke)
 	added      map[TopicPartition]bool
 	sequences  map[TopicPartition]int32 // next sequence, per partition, this epoch
+	// startedAt is when the open transaction's first AddPartitionsToTxn
+	// was sent (zero before): the coordinator's clock of the transaction
+	// starts after it, so one younger than the timeout by this clock
+	// cannot have been aborted for it.
+	startedAt time.Time
 }
 
 // NewTxnProducer checks cfg and makes a producer. It does not connect: Init does.
@@ -181,7 +186,7 @@ func (p *TxnProducer) initProducerID(ctx context.Context, op string, epoch int16
 func (p *TxnProducer) ready() {
 	clear(p.sequences)
 	clear(p.added)
-	p.state, p.bump = stateReady, false
+	p.state, p.bump, p.startedAt = stateReady, false, time.Time{}
 }
 
 // Begin opens a transaction. Nothing is sent until the first Produce.
@@ -190,7 +195,7 @@ func (p *TxnProducer) Begin() error {
 		return p.stateErr("beginning a transaction")
 	}
 	clear(p.added)
-	p.state = stateInTxn
+	p.state, p.startedAt = stateInTxn, time.Time{}
 	return nil
 }
 
@@ -266,6 +271,9 @@ func (p *TxnProducer) AddPartitions(ctx context.Context, tps []TopicPartition) e
 }
 
 func (p *TxnProducer) addPartitions(ctx context.Context, tps []TopicPartition) error {
+	if p.startedAt.IsZero() {
+		p.startedAt = time.Now()
+	}
 	return p.retry(ctx, "AddPartitionsToTxn", func() error {
 		topics := map[string][]kafka.AddPartitionToTxn{}
 		for _, tp := range tps {

@@ -3,6 +3,7 @@ package kafkabatch
 import (
 	"context"
 	"math"
+	"time"
 )
 
 // ResumeAfterTimeout tells, after ErrFenced, the coordinator's abort of a
@@ -24,8 +25,21 @@ import (
 // TestTxnTimeoutResumed shows both answers on the bed's broker (Kafka
 // 4.1); a broker that answers PRODUCER_FENCED in both cases makes every
 // timeout a stop, as before KIP-588.
+//
+// The question is not free: while another producer's transaction is
+// ongoing, the coordinator fences and aborts it before it looks at the
+// expected epoch (prepareInitProducerIdTransit), and that producer stops
+// as fenced too (seen on the bed: a zombie's question ended the instance
+// that had taken over). So it is asked only when the transaction can have
+// timed out: it reached the coordinator (a partition was added) at least
+// transaction.timeout.ms ago by this producer's clock, which starts
+// first. A zombie frozen for less than the timeout never asks; one frozen
+// for longer, waking while the new producer has a transaction open, ends
+// both (nothing is duplicated or lost; the other instance must be
+// started again).
 func (p *TxnProducer) ResumeAfterTimeout(ctx context.Context) (bool, error) {
-	if p.state != stateFenced || p.producerID < 0 || p.epoch >= math.MaxInt16-1 {
+	if p.state != stateFenced || p.producerID < 0 || p.epoch >= math.MaxInt16-1 ||
+		len(p.added) == 0 || p.startedAt.IsZero() || time.Since(p.startedAt) < p.cfg.TransactionTimeout {
 		return false, nil
 	}
 	was := p.epoch

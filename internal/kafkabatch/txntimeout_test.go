@@ -57,11 +57,15 @@ func TestTxnTimeoutResumed(t *testing.T) {
 	must(t, "produce after the resume", err)
 	must(t, "Commit", a.Commit(ctx))
 
-	// A takeover: the second producer fences the open transaction.
+	// A takeover: the second producer fences the open transaction; the
+	// first, older than its timeout when it asks (so that it asks), is
+	// refused. (The second has no transaction open yet: one would be
+	// fenced by the question, see ResumeAfterTimeout.)
 	must(t, "Begin", a.Begin())
 	produce(t, ctx, a, tp, off+2, "zombie-0") // off+1 is kept-0's commit marker
 	b := newTxn(t, c, topic)
 	must(t, "Init of the second", b.Init(ctx))
+	time.Sleep(1100 * time.Millisecond)
 	if _, err := a.Produce(ctx, tp, values("zombie-1")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("the taken-over producer's produce: %v, want ErrFenced", err)
 	}
@@ -74,5 +78,24 @@ func TestTxnTimeoutResumed(t *testing.T) {
 	must(t, "Commit", b.Commit(ctx))
 	if got, want := fetchCommitted(t, c, tp), []string{"kept-0", "b-0"}; !slices.Equal(got, want) {
 		t.Errorf("read_committed: %q, want %q", got, want)
+	}
+}
+
+// Regression (issue 17b, seen in the zombie test): the zombie, thawed a
+// few seconds after the takeover, asked the coordinator with its old epoch
+// whether its transaction had timed out; the coordinator fenced the new
+// instance's ongoing transaction before looking at the epoch, and both
+// stopped. A transaction younger than transaction.timeout.ms cannot have
+// timed out: the question is not asked (the client is never called here).
+func TestResumeAfterTimeoutNotAskedWhenYoung(t *testing.T) {
+	tp := TopicPartition{"t", 0}
+	p := &TxnProducer{cfg: TxnConfig{TransactionalID: "c", TransactionTimeout: time.Minute}, state: stateFenced,
+		producerID: 1, epoch: 3, added: map[TopicPartition]bool{tp: true}, startedAt: time.Now().Add(-10 * time.Second)}
+	if ok, err := p.ResumeAfterTimeout(context.Background()); ok || err != nil {
+		t.Fatalf("ResumeAfterTimeout for a transaction open 10s with transaction.timeout.ms 1m: %v, %v; want false without asking", ok, err)
+	}
+	p.added, p.startedAt = map[TopicPartition]bool{}, time.Now().Add(-2*time.Minute)
+	if ok, err := p.ResumeAfterTimeout(context.Background()); ok || err != nil {
+		t.Fatalf("ResumeAfterTimeout with no partition at the coordinator: %v, %v; want false without asking", ok, err)
 	}
 }
