@@ -388,7 +388,7 @@ func (w *txnWorker) failed(err error) {
 	if errors.Is(err, kafkabatch.ErrFenced) {
 		final = w.timedOut()
 		if final == nil {
-			final = fmt.Errorf("exactly-once: stopping: %w %q: another outboxrelay with it took over (a second instance with this config, or the failover pair's other instance after this one lost the lock); the coordinator refused this instance's producer id and epoch, so it was no transaction timeout: %w",
+			final = fmt.Errorf("exactly-once: stopping: %w %q: another outboxrelay with it took over (a second instance with this config, or the failover pair's other instance after this one lost the lock), not a transaction timeout (younger than transaction.timeout.ms, or the coordinator refused this instance's producer id and epoch): %w",
 				ErrTxnFenced, w.s.cfg.TransactionalID, err)
 		}
 	} else {
