@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
-	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
 // errFencedByBroker is what TxnProducer returns for PRODUCER_FENCED or
@@ -189,10 +188,7 @@ func TestTxnSinkCommitsAtOpenLimit(t *testing.T) {
 // transaction again from the committed position, and a read_committed
 // reader sees every record once.
 func TestTxnSinkTimeoutOnBed(t *testing.T) {
-	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
-	cfg := fastConfig(brokers...)
-	cfg.TopicPartitions, cfg.TopicReplicationFactor = 1, -1
-	p := newTestProducer(t, cfg)
+	p := txnBedProducer(t)
 	suffix := time.Now().UnixNano()
 	topic, offsets, id := fmt.Sprintf("txn-timeout-%d", suffix), fmt.Sprintf("txn-timeout-offsets-%d", suffix), fmt.Sprintf("txn-timeout-test-%d", suffix)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
