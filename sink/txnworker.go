@@ -40,6 +40,8 @@ type txnWorker struct {
 	spans    int                         // PostgreSQL transactions whose records it holds, ended
 	recs     bool                        // it holds records after its last boundary
 	first    string                      // the event id of its first record
+	spanAt   time.Time                   // when the records of its last PostgreSQL transaction began to be added
+	lastSpan time.Duration               // how long its last ended PostgreSQL transaction took to be added
 
 	// limit caps how long a transaction stays open before it commits at
 	// a boundary (0: half of transaction.timeout.ms); halved after the
@@ -109,7 +111,7 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 		w.bSeq = it.seq
 		w.bPos = max(w.bPos, it.position)
 		if w.recs {
-			w.spans, w.recs = w.spans+1, false
+			w.spans, w.recs, w.lastSpan = w.spans+1, false, time.Since(w.spanAt)
 		}
 		if i < last && w.open && time.Since(w.openedAt) >= w.openLimit() {
 			if err := w.commit(); err != nil { // open long enough: commit here, go on in the next one
@@ -193,6 +195,9 @@ func (w *txnWorker) add(pe *pending) error {
 	b.bytes += pe.size
 	if w.spans == 0 && !w.recs {
 		w.first = pe.eventID
+	}
+	if !w.recs {
+		w.spanAt = time.Now()
 	}
 	w.recs = true
 	return nil
@@ -451,13 +456,9 @@ func (w *txnWorker) drop(err error) {
 func (w *txnWorker) reset(ctx context.Context) error {
 	if w.open {
 		if err := w.s.txn.Abort(ctx); err != nil && errors.Is(err, kafkabatch.ErrFenced) {
-			// Left open by a session that ended otherwise (PostgreSQL gone
-			// for longer than transaction.timeout.ms): the coordinator may
-			// have aborted it itself.
-			if ok, _ := w.s.txn.ResumeAfterTimeout(ctx); !ok {
-				return fmt.Errorf("exactly-once: %w: %w", ErrTxnFenced, err)
+			if err := w.lastFenced(ctx); err != nil {
+				return err
 			}
-			w.s.log.Info("exactly-once: the last session's open Kafka transaction outlived transaction.timeout.ms and the coordinator aborted it", "transaction.timeout.ms", w.s.cfg.Timeout.Milliseconds())
 		}
 		w.open = false
 	}
@@ -470,6 +471,35 @@ func (w *txnWorker) reset(ctx context.Context) error {
 		return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
 	}
 	return nil
+}
+
+// lastFenced handles, at Start, a fenced answer to the abort of what the
+// last session left open: the coordinator may have aborted it for its
+// timeout (PostgreSQL gone for longer than transaction.timeout.ms), or
+// another instance had the transactional.id meanwhile. This instance
+// holds the failover lock again, so either way Init follows (from the
+// fenced state, as a new producer); an error asking ends the session as
+// an abort (retried).
+func (w *txnWorker) lastFenced(ctx context.Context) error {
+	held, err := w.s.holding(ctx)
+	if err == nil && held {
+		var ok bool
+		if ok, err = w.s.txn.ResumeAfterTimeout(ctx); err == nil {
+			if ok {
+				w.s.log.Info("exactly-once: the last session's open Kafka transaction outlived transaction.timeout.ms and the coordinator aborted it", "transaction.timeout.ms", w.s.cfg.Timeout.Milliseconds())
+			} else {
+				w.s.log.Info("exactly-once: another producer had this transactional.id since this instance's last session; this one holds the failover lock again and starts a new producer")
+			}
+			return nil
+		}
+		if errors.Is(err, kafkabatch.ErrEpochExhausted) {
+			return nil // Init gets a new producer id
+		}
+	}
+	if err == nil {
+		err = errors.New("this instance does not hold the failover lock")
+	}
+	return fmt.Errorf("exactly-once: %w: the last session's Kafka transaction was fenced, and asking whether it timed out failed: %w", ErrTxnAborted, err)
 }
 
 // positionPartition is the offsets topic's partition of the position

@@ -138,11 +138,15 @@ func (p *TxnProducer) Epoch() int16      { return p.epoch }
 // current producer id and epoch it asks for a bump, and the coordinator
 // first ends the transaction (a commit already under way completes,
 // anything else is aborted). Read the last committed position back after it.
+//
+// A fenced producer may Init again, as a new producer (-1/-1): for a
+// caller that holds the right to write again (the failover lock, at a new
+// session), this is its own takeover from whoever fenced it.
 func (p *TxnProducer) Init(ctx context.Context) error {
 	switch p.state {
 	case stateUninit, stateReady, stateAbortable:
 	case stateFenced:
-		return p.fencedErr("InitProducerId", nil)
+		p.producerID, p.epoch = NoProducerID, NoProducerEpoch
 	default:
 		return p.stateErr("InitProducerId")
 	}
@@ -274,7 +278,7 @@ func (p *TxnProducer) addPartitions(ctx context.Context, tps []TopicPartition) e
 	if p.startedAt.IsZero() {
 		p.startedAt = time.Now()
 	}
-	return p.retry(ctx, "AddPartitionsToTxn", func() error {
+	return p.retry(ctx, opAddPartitions, func() error {
 		topics := map[string][]kafka.AddPartitionToTxn{}
 		for _, tp := range tps {
 			if !p.added[tp] {
