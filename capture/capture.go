@@ -178,6 +178,10 @@ type Known struct {
 	// RecordedIn and Forget say, for messages, where Recorded was read
 	// and how to delete it.
 	RecordedIn, Forget string
+	// Skips: transactions below Recorded are skipped, not sent again, when
+	// the stream is on the server and timeline that recorded it
+	// (exactly-once: Recorded is what Kafka committed).
+	Skips bool
 }
 
 // Last is the latest position the relay is known to have delivered.

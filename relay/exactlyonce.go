@@ -208,3 +208,21 @@ func (s *session) fenced(cause error) error {
 	}
 	return cause
 }
+
+// lockHolder is a Source with a failover lock it can check
+// (replication.Source.Holds).
+type lockHolder interface {
+	Holds(ctx context.Context) (bool, error)
+}
+
+// holdsLock gives an exactly-once sink the source's lock check: the sink
+// asks the coordinator whether a fenced transaction timed out only while
+// this instance holds the lock (the question fences the holder's
+// transaction). A source without a lock has no standby: the sink asks.
+func holdsLock(src capture.Source, pos PositionStore) {
+	t, ok := pos.(*TxnSink)
+	h, locked := src.(lockHolder)
+	if ok && locked {
+		t.S.SetHolder(h.Holds)
+	}
+}

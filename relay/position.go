@@ -37,6 +37,7 @@ func (r *relay) loadPosition(ctx context.Context) error {
 		return fmt.Errorf("reading the recorded position from %s: %w", store.Where(), err)
 	}
 	r.known.RecordedIn, r.known.Forget = store.Where(), store.Forget()
+	_, r.known.Skips = r.opt.Sink.(Transactional)
 	if found && pos != r.known.Recorded {
 		r.known.Recorded = pos
 		r.opt.Log.Info("recorded position", "lsn", pos.String(), "in", store.Where())

@@ -131,6 +131,7 @@ func (r *relay) runSession(ctx context.Context) error {
 	if err := r.opt.Source.Acquire(ctx); err != nil {
 		return err
 	}
+	holdsLock(r.opt.Source, r.opt.Positions)
 	if err := r.loadPosition(ctx); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -41,6 +42,8 @@ type Source struct {
 	cfg  *Config
 	opt  SourceOptions
 	lock *pgx.Conn // the failover lock's connection, nil when not held
+	// lockPID is the lock connection's backend (0: none), for Holds.
+	lockPID atomic.Uint32
 	// server is "<system id>/<timeline>" of the last session that opened:
 	// what a process confirmed carries over only to the same server and
 	// timeline.
@@ -76,7 +79,33 @@ func (s *Source) Acquire(ctx context.Context) error {
 		return err
 	}
 	s.lock = lock
+	s.lockPID.Store(lock.PgConn().PID())
 	return nil
+}
+
+// holdsSQL asks whether a backend holds an advisory lock (the lock
+// connection holds only the failover lock).
+const holdsSQL = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1)`
+
+// Holds says whether this instance still holds the failover lock, asked
+// on a connection of its own (the lock's belongs to the stream's
+// watcher): a relay frozen while another took over finds its lock
+// connection's backend gone. Safe for any goroutine.
+func (s *Source) Holds(ctx context.Context) (bool, error) {
+	pid := s.lockPID.Load()
+	if pid == 0 {
+		return false, nil
+	}
+	conn, err := s.cfg.Connect(ctx)
+	if err != nil {
+		return false, fmt.Errorf("failover lock: checking it is held: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var held bool
+	if err := conn.QueryRow(ctx, holdsSQL, pid).Scan(&held); err != nil {
+		return false, fmt.Errorf("failover lock: %s: %w", holdsSQL, err)
+	}
+	return held, nil
 }
 
 // Retryable: see the function of that name.
@@ -87,6 +116,7 @@ func (s *Source) Close() { s.dropLock() }
 
 func (s *Source) dropLock() {
 	if s.lock != nil {
+		s.lockPID.Store(0)
 		s.lock.Close(context.Background())
 		s.lock = nil
 	}
@@ -221,12 +251,16 @@ func (s *Source) prepare(ctx context.Context, st *stream, known capture.Known) e
 // compare logs how the slot stands against the recorded position. Behind
 // is normal after a failover to a standby whose synchronized slot lagged:
 // the stream resumes from the slot and skips nothing (events in between
-// are sent again). Ahead is normal too: the position is recorded on a
+// are sent again; with exactly-once, behind is the rule, and the relay
+// skips what Kafka has). Ahead is normal too: the position is recorded on a
 // timer, behind the slot.
 func (s *Source) compare(st *stream, known capture.Known) {
 	slot, rec := st.srv.Slot.ConfirmedFlush, known.Recorded
 	switch {
 	case rec == 0:
+	case slot < rec && known.Skips:
+		s.opt.Log.Info("the slot is behind the recorded position (with exactly-once the slot is confirmed after the Kafka commit): resuming from the slot; transactions below the recorded position are in Kafka and are skipped, unless it was recorded on another server or timeline (then the relay warns)",
+			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "in", known.RecordedIn)
 	case slot < rec:
 		s.opt.Log.Warn("the slot is behind the recorded position (a standby's slot synchronized late?): resuming from the slot; events in between are sent again",
 			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "in", known.RecordedIn)

@@ -85,8 +85,9 @@ type TxnSink struct {
 	pos        uint64
 	pending    int // records sent and not committed
 	broken     error
-	origin     string // the session's server and timeline, recorded with each position
-	gen        int64  // the session: Start increments it; take returns it with its items
+	origin     string                              // the session's server and timeline, recorded with each position
+	gen        int64                               // the session: Start increments it; take returns it with its items
+	holder     func(context.Context) (bool, error) // SetHolder's check of the failover lock
 
 	w txnWorker // the worker's own state; under workMu
 	// workMu is held by the worker during a round and by Start.
@@ -102,6 +103,7 @@ type txnProducer interface {
 	AddPartitions(ctx context.Context, tps []kafkabatch.TopicPartition) error
 	Commit(ctx context.Context) error
 	Abort(ctx context.Context) error
+	ResumeAfterTimeout(ctx context.Context) (bool, error)
 }
 
 // txnItem is what Send and Boundary queue for the worker: a record, or a

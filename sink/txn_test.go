@@ -22,6 +22,15 @@ func newTestTxnSink(t *testing.T, p *Producer, id, offsets string) *TxnSink {
 	return s
 }
 
+// txnBedProducer is a producer on the bed's Kafka that creates topics of
+// one partition, for the transactional sink's bed tests.
+func txnBedProducer(t *testing.T) *Producer {
+	t.Helper()
+	cfg := fastConfig(strings.Split(testbed.KafkaBrokers(t), ",")...)
+	cfg.TopicPartitions, cfg.TopicReplicationFactor = 1, -1
+	return newTestProducer(t, cfg)
+}
+
 // waitCommitted reads the topic's partition 0 read_committed until it
 // holds want (the commit markers follow a commit by a moment) or 10 s
 // passed, and returns what it read last.
@@ -62,10 +71,7 @@ func committedValues(t *testing.T, p *Producer, topic string, parts int) []strin
 // Start; a second sink with the same transactional.id fences the first,
 // whose next commit fails as fenced.
 func TestTxnSinkOnBed(t *testing.T) {
-	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
-	cfg := fastConfig(brokers...)
-	cfg.TopicPartitions, cfg.TopicReplicationFactor = 1, -1
-	p := newTestProducer(t, cfg)
+	p := txnBedProducer(t)
 	suffix := time.Now().UnixNano()
 	topic, offsets, id := fmt.Sprintf("txn-sink-%d", suffix), fmt.Sprintf("txn-offsets-%d", suffix), fmt.Sprintf("txn-sink-test-%d", suffix)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -126,10 +132,7 @@ func TestTxnSinkOnBed(t *testing.T) {
 // transaction commits once the interval since it opened passed, at the
 // last boundary, without more records coming.
 func TestTxnSinkIntervalBoundary(t *testing.T) {
-	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
-	cfg := fastConfig(brokers...)
-	cfg.TopicPartitions, cfg.TopicReplicationFactor = 1, -1
-	p := newTestProducer(t, cfg)
+	p := txnBedProducer(t)
 	suffix := time.Now().UnixNano()
 	topic, id := fmt.Sprintf("txn-interval-%d", suffix), fmt.Sprintf("txn-interval-test-%d", suffix)
 	s, err := NewTxnSink(p, TxnConfig{TransactionalID: id, Timeout: 30 * time.Second, Boundary: BoundaryInterval, Interval: 500 * time.Millisecond,

@@ -25,6 +25,20 @@ type fakeTxn struct {
 	parts     map[int]int // records per partition of topic t
 	failNext  error       // the next Produce, AddPartitions or Commit returns it
 	block     chan struct{}
+	timedOut  bool // ResumeAfterTimeout's answer: the coordinator aborted for the timeout
+	resumes   int  // ResumeAfterTimeout calls
+	commits   int
+	abortErr  error // the next Abort returns it
+}
+
+func (f *fakeTxn) ResumeAfterTimeout(context.Context) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resumes++
+	if f.timedOut {
+		f.open = nil // the coordinator aborted it
+	}
+	return f.timedOut, nil
 }
 
 func (f *fakeTxn) Init(context.Context) error {
@@ -85,6 +99,7 @@ func (f *fakeTxn) Commit(ctx context.Context) error {
 	}
 	f.committed = append(f.committed, f.open...)
 	f.open = nil
+	f.commits++
 	return nil
 }
 
@@ -92,7 +107,9 @@ func (f *fakeTxn) Abort(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.open = nil
-	return nil
+	err := f.abortErr
+	f.abortErr = nil
+	return err
 }
 
 func (f *fakeTxn) values() []string {

@@ -102,6 +102,11 @@ type TxnProducer struct {
 	bump       bool // the epoch must be bumped after the abort (sequences broke)
 	added      map[TopicPartition]bool
 	sequences  map[TopicPartition]int32 // next sequence, per partition, this epoch
+	// startedAt is when the open transaction's first AddPartitionsToTxn
+	// was sent (zero before): the coordinator's clock of the transaction
+	// starts after it, so one younger than the timeout by this clock
+	// cannot have been aborted for it.
+	startedAt time.Time
 }
 
 // NewTxnProducer checks cfg and makes a producer. It does not connect: Init does.
@@ -133,23 +138,41 @@ func (p *TxnProducer) Epoch() int16      { return p.epoch }
 // current producer id and epoch it asks for a bump, and the coordinator
 // first ends the transaction (a commit already under way completes,
 // anything else is aborted). Read the last committed position back after it.
+//
+// A fenced producer may Init again, as a new producer (-1/-1): for a
+// caller that holds the right to write again (the failover lock, at a new
+// session), this is its own takeover from whoever fenced it.
 func (p *TxnProducer) Init(ctx context.Context) error {
 	switch p.state {
 	case stateUninit, stateReady, stateAbortable:
 	case stateFenced:
-		return p.fencedErr("InitProducerId", nil)
+		p.producerID, p.epoch = NoProducerID, NoProducerEpoch
 	default:
 		return p.stateErr("InitProducerId")
 	}
-	err := p.retry(ctx, "InitProducerId", func() error {
+	// -1/-1 asks for the current id; after a sequence error the current
+	// ones ask for a bump of the epoch (KIP-360).
+	err := p.initProducerID(ctx, "InitProducerId", p.epoch)
+	if err != nil {
+		return p.fail("InitProducerId", err)
+	}
+	p.ready()
+	p.log.Info("transactional producer ready", "producer_id", p.producerID, "epoch", p.epoch)
+	return nil
+}
+
+// initProducerID sends InitProducerId with the current producer id and
+// the given epoch as the expected one, retrying transient answers, and
+// takes the id and epoch the coordinator answers.
+func (p *TxnProducer) initProducerID(ctx context.Context, op string, epoch int16) error {
+	return p.retry(ctx, op, func() error {
 		res, err := p.client.InitProducerID(ctx, &kafka.InitProducerIDRequest{
 			TransactionalID:      p.cfg.TransactionalID,
 			TransactionTimeoutMs: int(p.cfg.TransactionTimeout.Milliseconds()),
-			// -1/-1 asks for the current id; after a sequence error the
-			// current ones ask for a bump of the epoch (KIP-360). kafka-go
-			// sends 0/0 when these are left zero.
+			// kafka-go sends these from InitProducerId v3 (Kafka 2.5) on,
+			// and 0/0 when they are left zero.
 			ProducerID:    int(p.producerID),
-			ProducerEpoch: int(p.epoch),
+			ProducerEpoch: int(epoch),
 		})
 		if err != nil {
 			return err
@@ -160,14 +183,14 @@ func (p *TxnProducer) Init(ctx context.Context) error {
 		p.producerID, p.epoch = int64(res.Producer.ProducerID), int16(res.Producer.ProducerEpoch)
 		return nil
 	})
-	if err != nil {
-		return p.fail("InitProducerId", err)
-	}
+}
+
+// ready is the state after an InitProducerId answered: a new epoch, its
+// sequences from 0, no transaction.
+func (p *TxnProducer) ready() {
 	clear(p.sequences)
 	clear(p.added)
-	p.state, p.bump = stateReady, false
-	p.log.Info("transactional producer ready", "producer_id", p.producerID, "epoch", p.epoch)
-	return nil
+	p.state, p.bump, p.startedAt = stateReady, false, time.Time{}
 }
 
 // Begin opens a transaction. Nothing is sent until the first Produce.
@@ -176,7 +199,7 @@ func (p *TxnProducer) Begin() error {
 		return p.stateErr("beginning a transaction")
 	}
 	clear(p.added)
-	p.state = stateInTxn
+	p.state, p.startedAt = stateInTxn, time.Time{}
 	return nil
 }
 
@@ -252,7 +275,10 @@ func (p *TxnProducer) AddPartitions(ctx context.Context, tps []TopicPartition) e
 }
 
 func (p *TxnProducer) addPartitions(ctx context.Context, tps []TopicPartition) error {
-	return p.retry(ctx, "AddPartitionsToTxn", func() error {
+	if p.startedAt.IsZero() {
+		p.startedAt = time.Now()
+	}
+	return p.retry(ctx, opAddPartitions, func() error {
 		topics := map[string][]kafka.AddPartitionToTxn{}
 		for _, tp := range tps {
 			if !p.added[tp] {

@@ -54,11 +54,30 @@ func unknownTopic(err error) bool {
 	return errors.Is(err, protocol.ErrNoTopic) || errors.Is(err, protocol.ErrNoPartition) || errors.Is(err, kafka.UnknownTopicOrPartition)
 }
 
+// concurrentTxnRetryMax is the longest wait before retrying
+// CONCURRENT_TRANSACTIONS (Java's ADD_PARTITIONS_RETRY_BACKOFF_MS).
+const concurrentTxnRetryMax = 20 * time.Millisecond
+
+// opAddPartitions names AddPartitionsToTxn in retry: the one request
+// whose CONCURRENT_TRANSACTIONS waits concurrentTxnWait.
+const opAddPartitions = "AddPartitionsToTxn"
+
+// concurrentTxnWait is the wait before retry attempt+1 of a request the
+// coordinator answered CONCURRENT_TRANSACTIONS: 2, 4, 8, 16, then 20 ms.
+func concurrentTxnWait(attempt int) time.Duration {
+	return min(time.Duration(1<<min(attempt-1, 4))*2*time.Millisecond, concurrentTxnRetryMax)
+}
+
 // retry calls f until it succeeds, fails with an error that is not
 // transient, or ctx ends; waits double from retry.backoff.ms up to
-// retry.backoff.max.ms.
+// retry.backoff.max.ms. AddPartitionsToTxn answered
+// CONCURRENT_TRANSACTIONS waits concurrentTxnWait instead, as Java's
+// (other requests keep the normal backoff). A failed attempt is logged
+// at Debug; once the request has failed for a second, at Warn at most
+// every retryWarnEvery.
 func (p *TxnProducer) retry(ctx context.Context, op string, f func() error) error {
 	wait := p.cfg.RetryBackoff
+	start, warned := time.Now(), time.Time{}
 	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil {
@@ -73,28 +92,37 @@ func (p *TxnProducer) retry(ctx context.Context, op string, f func() error) erro
 		if unknownTopic(err) {
 			p.refreshMetadata()
 		}
-		if errors.Is(err, kafka.ConcurrentTransactions) && attempt == 1 {
+		next := wait
+		if op == opAddPartitions && errors.Is(err, kafka.ConcurrentTransactions) {
 			// The coordinator is writing the last transaction's markers,
-			// a matter of milliseconds: Java retries AddPartitionsToTxn
-			// after 20 ms here rather than retry.backoff.ms; the first
-			// retry here waits 2 ms (the wait doubles from there).
-			wait = min(wait, 2*time.Millisecond)
+			// a matter of milliseconds, more on a loaded broker: Java
+			// retries AddPartitionsToTxn every 20 ms here rather than
+			// after retry.backoff.ms, doubling; this waits 2 ms, then
+			// doubles up to 20 ms and stays there, so a slow marker
+			// write costs at most 20 ms more, not up to retry.backoff.max.ms.
+			next = concurrentTxnWait(attempt)
+		} else {
+			wait = min(2*wait, p.cfg.RetryBackoffMax)
 		}
 		level := slog.LevelDebug
-		if attempt%10 == 0 {
-			level = slog.LevelWarn
+		if time.Since(start) >= time.Second && time.Since(warned) >= retryWarnEvery {
+			level, warned = slog.LevelWarn, time.Now()
 		}
-		p.log.Log(ctx, level, "transactional request failed; retrying", "op", op, "attempt", attempt, "wait", wait, "error", err)
-		t := time.NewTimer(wait)
+		p.log.Log(ctx, level, "transactional request failed; retrying", "op", op, "attempt", attempt, "wait", next, "error", err)
+		t := time.NewTimer(next)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("%w; the last attempt: %w", ctx.Err(), err)
 		}
-		wait = min(2*wait, p.cfg.RetryBackoffMax)
 	}
 }
+
+// retryWarnEvery is how often at most a request retried again and again
+// logs its failure at Warn (the first second of retries stays at Debug:
+// a transient answer is normal).
+const retryWarnEvery = 5 * time.Second
 
 // refreshMetadata makes kafka-go fetch the cluster layout again (its
 // transport does when its connections are closed), as sink does.
@@ -125,12 +153,23 @@ func (p *TxnProducer) fail(op string, err error) error {
 }
 
 func (p *TxnProducer) fencedErr(op string, err error) error {
-	msg := fmt.Sprintf("kafkabatch: %s (transactional.id %q, producer id %d, epoch %d): another instance with this transactional.id started (InitProducerId) and took over; stop this one", op, p.cfg.TransactionalID, p.producerID, p.epoch)
-	if err == nil {
-		return fmt.Errorf("%s: %w", msg, ErrFenced)
-	}
-	return fmt.Errorf("%s: %w: %w", msg, ErrFenced, err)
+	return fmt.Errorf("kafkabatch: %s (transactional.id %q, producer id %d, epoch %d): %w", op, p.cfg.TransactionalID, p.producerID, p.epoch, fencedError{err})
 }
+
+// fencedError is ErrFenced with the broker's answer, said once: its text
+// is the answer's alone (Kafka's own says who fenced), ErrFenced's only
+// when there is none.
+type fencedError struct{ err error }
+
+func (f fencedError) Error() string {
+	if f.err == nil {
+		return ErrFenced.Error()
+	}
+	return f.err.Error()
+}
+
+func (f fencedError) Is(target error) bool { return target == ErrFenced }
+func (f fencedError) Unwrap() error        { return f.err }
 
 func (p *TxnProducer) stateErr(op string) error {
 	switch p.state {

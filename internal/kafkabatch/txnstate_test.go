@@ -107,3 +107,17 @@ func TestTxnStateOrder(t *testing.T) {
 		}
 	}
 }
+
+// Regression (issue 17, p99 at 1,000 events/s): CONCURRENT_TRANSACTIONS
+// (the coordinator still writing the last transaction's markers) was
+// retried after 2 ms, then doubling up to retry.backoff.max.ms, so a
+// marker write slowed by a loaded broker cost up to a second more; the
+// wait stays at Java's 20 ms now.
+func TestConcurrentTxnWait(t *testing.T) {
+	want := []time.Duration{2, 4, 8, 16, 20, 20, 20}
+	for i, w := range want {
+		if got := concurrentTxnWait(i + 1); got != w*time.Millisecond {
+			t.Errorf("wait after attempt %d: %s, want %s", i+1, got, w*time.Millisecond)
+		}
+	}
+}
