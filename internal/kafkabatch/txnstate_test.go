@@ -100,8 +100,10 @@ func TestTxnStateOrder(t *testing.T) {
 	if err := p.Abort(ctx); err != nil {
 		t.Errorf("Abort of an empty transaction: %v", err)
 	}
+	// Fenced: only Init (a new producer, at a new session) is allowed; it
+	// would reach the unreachable client, so it is not called here.
 	p.state = stateFenced
-	for name, err := range map[string]error{"Init": p.Init(ctx), "Begin": p.Begin(), "Abort": p.Abort(ctx), "Commit": p.Commit(ctx)} {
+	for name, err := range map[string]error{"Begin": p.Begin(), "Abort": p.Abort(ctx), "Commit": p.Commit(ctx)} {
 		if !errors.Is(err, ErrFenced) {
 			t.Errorf("%s when fenced: %v", name, err)
 		}
