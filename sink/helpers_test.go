@@ -204,3 +204,25 @@ func checkJavaPartitions(t testing.TB, got map[int][]kafka.Message, n int) {
 		}
 	}
 }
+
+// deliveredOnceInOrder checks that every id was acknowledged once without
+// error and that partition 0 of "orders" holds exactly those records, with
+// values seq=0, seq=1, … in order.
+func deliveredOnceInOrder(t *testing.T, a *acks, ids []string, addr string) {
+	t.Helper()
+	a.exactlyOnce(t, ids)
+	for _, id := range ids {
+		if err := a.err(id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	got := readTopic(t, []string{addr}, "orders")
+	if len(got[0]) != len(ids) {
+		t.Fatalf("%d records in the partition, want %d", len(got[0]), len(ids))
+	}
+	for i, m := range got[0] {
+		if want := fmt.Sprintf("seq=%d", i); string(m.Value) != want {
+			t.Fatalf("record %d is %s, want %s", i, m.Value, want)
+		}
+	}
+}

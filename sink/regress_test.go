@@ -147,21 +147,7 @@ func TestLeaderMovesToAnotherBroker(t *testing.T) {
 			t.Fatalf("leader %d, want %d", got, next)
 		}
 	}
-	a.exactlyOnce(t, ids)
-	for _, id := range ids {
-		if err := a.err(id); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
-	got := readTopic(t, []string{addr}, "orders")
-	if len(got[0]) != len(ids) {
-		t.Fatalf("%d records in the partition, want %d", len(got[0]), len(ids))
-	}
-	for i, m := range got[0] {
-		if want := fmt.Sprintf("seq=%d", i); string(m.Value) != want {
-			t.Fatalf("record %d is %s, want %s", i, m.Value, want)
-		}
-	}
+	deliveredOnceInOrder(t, a, ids, addr)
 }
 
 // Regression (issue 14, wire.go): a partition's own connection, unused for

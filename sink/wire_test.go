@@ -101,21 +101,7 @@ func TestDeposedLeaderStorageErrorRedialed(t *testing.T) {
 	if refused.Load() == 0 {
 		t.Fatal("the old leader refused nothing: the test did not reach its case")
 	}
-	a.exactlyOnce(t, ids)
-	for _, id := range ids {
-		if err := a.err(id); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
-	got := readTopic(t, []string{addr}, "orders")
-	if len(got[0]) != len(ids) {
-		t.Fatalf("%d records in the partition, want %d", len(got[0]), len(ids))
-	}
-	for i, m := range got[0] {
-		if want := fmt.Sprintf("seq=%d", i); string(m.Value) != want {
-			t.Fatalf("record %d is %s, want %s", i, m.Value, want)
-		}
-	}
+	deliveredOnceInOrder(t, a, ids, addr)
 }
 
 // Regression (review of issue 14c, finding 3; wire.go): dialBroker's ctx
