@@ -53,6 +53,11 @@ func main() {
 			}
 		}
 	}
+	// A heap profile of the largest live heap (memprofile.go): set
+	// OUTBOXRELAY_MEMPROFILE=/path/heap.pprof.
+	if path := os.Getenv("OUTBOXRELAY_MEMPROFILE"); path != "" {
+		defer startMemProfile(path)()
+	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
