@@ -43,7 +43,21 @@ type partitionWorker struct {
 	// sequence of its next record, advanced on each acknowledged batch.
 	epoch producerEpoch
 	seq   int32
+
+	// buf: the encoding of the worker's last batch, owned by its
+	// goroutine, whose capacity the next batch reuses (encode). A batch's
+	// bytes are read only until produceRaw returns, and the next batch is
+	// encoded only once every attempt of the last one has ended, so no
+	// retry can send bytes of another batch. Kept while more records are
+	// queued (a backlog, where it saves an allocation per batch); dropped
+	// when the worker goes idle with one larger than idleBufferCap.
+	buf []byte
 }
+
+// idleBufferCap: the largest encoding buffer an idle partition worker keeps
+// (at a steady rate batches are a record or a few; a backlog's are up to
+// batch.size, and a producer writes to many partitions).
+const idleBufferCap = 16 << 10
 
 func newPartitionWorker(p *Producer, key topicPartition) *partitionWorker {
 	t := time.NewTimer(time.Hour)
@@ -89,6 +103,7 @@ func (w *partitionWorker) run() {
 			break
 		}
 		w.deliver(batch)
+		w.trimBuffer()
 	}
 	w.mu.Lock()
 	w.closed = true
@@ -97,6 +112,20 @@ func (w *partitionWorker) run() {
 	w.mu.Unlock()
 	for _, pe := range rest {
 		w.p.ack(pe, ErrClosed)
+	}
+}
+
+// trimBuffer drops the encoding buffer when it is larger than an idle
+// worker keeps and nothing more is queued.
+func (w *partitionWorker) trimBuffer() {
+	if cap(w.buf) <= idleBufferCap {
+		return
+	}
+	w.mu.Lock()
+	idle := len(w.queue) == 0
+	w.mu.Unlock()
+	if idle {
+		w.buf = nil
 	}
 }
 
@@ -286,7 +315,9 @@ func (w *partitionWorker) partitionGone() error {
 // Java's producer does, compressed with compression.type. With
 // enable.idempotence it carries the producer id, the current epoch and the
 // partition's next sequence (from 0 again when the epoch changed since the
-// partition's last batch); without, producer id -1.
+// partition's last batch); without, producer id -1. It encodes into the
+// worker's buffer (buf), overwriting the last batch's bytes: the caller
+// calls it again only once every attempt of the bytes it returned ended.
 func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
 	stamp := kafkabatch.NoProducer
 	if w.p.idem != nil {
@@ -301,14 +332,14 @@ func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
 		}
 		stamp = kafkabatch.Producer{ID: cur.id, Epoch: cur.epoch, BaseSequence: w.seq}
 	}
-	b, err := kafkabatch.Build(stamp, w.p.cfg.Compression, batchMessages(batch))
+	enc, err := kafkabatch.AppendMessages(w.buf[:0], stamp, w.p.cfg.Compression, len(batch), func(i int) kafkabatch.Message {
+		pe := batch[i]
+		return kafkabatch.Message{Key: pe.key, Value: pe.value, Headers: pe.headers, Timestamp: pe.time.UnixMilli()}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)
 	}
-	enc, err := kafkabatch.Encode(&b)
-	if err != nil {
-		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)
-	}
+	w.buf = enc
 	return enc, nil
 }
 
@@ -318,7 +349,7 @@ func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
 func (w *partitionWorker) produce(enc []byte) error {
 	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
 	defer cancel()
-	_, err := w.p.produceRaw(ctx, w.key, enc)
+	err := w.p.produceRaw(ctx, w.key, enc)
 	if w.p.idem == nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
-
-	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
 // Record is one Kafka record to send.
@@ -102,26 +100,4 @@ func recordSize(r Record) int {
 		n += 5 + len(h.Key) + 5 + len(h.Value)
 	}
 	return n
-}
-
-// batchMessages is batch as kafkabatch's Build takes it. The records' bytes
-// are shared, not copied; the headers of all records share one allocation.
-func batchMessages(batch []*pending) []kafkabatch.Message {
-	n := 0
-	for _, pe := range batch {
-		n += len(pe.headers)
-	}
-	headers := make([]kafkabatch.Header, 0, n)
-	msgs := make([]kafkabatch.Message, len(batch))
-	for i, pe := range batch {
-		start := len(headers)
-		for _, h := range pe.headers {
-			headers = append(headers, kafkabatch.Header{Key: h.Key, Value: h.Value})
-		}
-		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli()}
-		if len(headers) > start {
-			msgs[i].Headers = headers[start:len(headers):len(headers)]
-		}
-	}
-	return msgs
 }

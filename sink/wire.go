@@ -3,7 +3,6 @@ package sink
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -22,13 +21,15 @@ import (
 	"github.com/segmentio/kafka-go/protocol/saslauthenticate"
 	"github.com/segmentio/kafka-go/protocol/saslhandshake"
 	"github.com/segmentio/kafka-go/sasl"
+
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
 // produceRaw is the at-least-once producer's one way onto the wire: it
 // sends batch, one record batch as kafkabatch.Encode writes it, to tp's
-// leader with acks=all, and returns the offset the broker gave its first
-// record. The error is the request's (network, timeout, no leader known)
-// or the partition's answer, a kafka.Error such as NOT_LEADER_OR_FOLLOWER,
+// leader with acks=all, and returns nil once the broker wrote it. The error
+// is the request's (network, timeout, no leader known) or the partition's
+// answer, a kafka.Error such as NOT_LEADER_OR_FOLLOWER,
 // so retryable, staleLeader and unknownPartition decide on it as before.
 //
 // The request goes over tp's own connection to its leader (leaderConn),
@@ -40,24 +41,26 @@ import (
 // connection, a timeout or an answer saying the leader moved drops the
 // connection, and the worker's retry loop dials the leader afresh.
 //
-// batch is only read until produceRaw returns; the caller reuses it for
-// a retry (the same bytes, so an idempotent batch keeps its sequence).
-func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []byte) (baseOffset int64, err error) {
+// batch is only read until produceRaw returns (the request is written
+// whole, or the connection dropped, before it does); the caller reuses it
+// for a retry (the same bytes, so an idempotent batch keeps its sequence),
+// and its memory for the next batch once every attempt ended.
+func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []byte) error {
 	c := p.wire.get(tp)
 	if c.pc != nil && time.Since(c.used) > p.wire.idleTimeout() {
 		c.drop() // the broker may have closed it (connections.max.idle.ms)
 	}
 	if c.pc == nil {
 		if err := p.connectLeader(ctx, tp, c); err != nil {
-			return -1, fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
+			return fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
 		}
 	}
 	res, err := c.produce(ctx, tp, batch)
 	if err != nil {
 		c.drop()
-		return -1, fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
+		return fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
 	}
-	offset, err := answer(res, tp)
+	err = answer(res, tp)
 	if err != nil && !errors.Is(err, kafka.DuplicateSequenceNumber) {
 		// The broker may no longer lead tp and answer something else than
 		// NOT_LEADER_OR_FOLLOWER (a deposed leader whose log dir went
@@ -69,7 +72,7 @@ func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []by
 			p.refreshMetadata()
 		}
 	}
-	return offset, err
+	return err
 }
 
 // wireConns holds each partition's leaderConn. Its lock guards only the
@@ -123,9 +126,9 @@ const idleConnTimeout = 30 * time.Second
 // request in flight, and Close drops it once the workers have stopped.
 type leaderConn struct {
 	pc   *protocol.Conn
-	used time.Time   // when the last request on pc ended
-	stop func() bool // stops the AfterFunc that closes pc when the producer closes
-	rs   recordSet   // the request's records field
+	used time.Time            // when the last request on pc ended
+	stop func() bool          // stops the AfterFunc that closes pc when the producer closes
+	rs   kafkabatch.RecordSet // the request's records field
 	// The produce request, reused: one topic, one partition.
 	req   rawproduce.Request
 	topic [1]rawproduce.RequestTopic
@@ -146,8 +149,8 @@ func (c *leaderConn) drop() {
 // the connection's, the broker's acks timeout is a margin less
 // (ackTimeout), and its end interrupts them.
 func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byte) (*produce.Response, error) {
-	c.rs.reset(batch)
-	defer c.rs.reset(nil) // keep no reference to batch
+	c.rs.Reset(batch)
+	defer c.rs.Reset(nil) // keep no reference to batch
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(DefaultRequestTimeout)
@@ -188,36 +191,10 @@ func ackTimeout(d time.Duration) time.Duration {
 	return max(d-min(time.Second, d/10), time.Millisecond)
 }
 
-// recordSet reads as a produce request's records field, as kafka-go's
-// RecordSet writes it: the batch prefixed by its size, without a copy of it.
-type recordSet struct {
-	size  [4]byte
-	sent  int // bytes of size read
-	batch []byte
-}
-
-func (r *recordSet) reset(batch []byte) {
-	binary.BigEndian.PutUint32(r.size[:], uint32(len(batch)))
-	r.sent, r.batch = 0, batch
-}
-
-func (r *recordSet) Read(b []byte) (int, error) {
-	if r.sent < len(r.size) {
-		n := copy(b, r.size[r.sent:])
-		r.sent += n
-		return n, nil
-	}
-	if len(r.batch) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(b, r.batch)
-	r.batch = r.batch[n:]
-	return n, nil
-}
-
-// answer reads tp's part of a produce response: its base offset, or its
-// error as a kafka.Error with the broker's message.
-func answer(res *produce.Response, tp topicPartition) (int64, error) {
+// answer reads tp's part of a produce response: nil when it was written,
+// else its error as a kafka.Error with the broker's message. (The base
+// offset is not used: an acknowledged record needs no offset.)
+func answer(res *produce.Response, tp topicPartition) error {
 	for _, t := range res.Topics {
 		if t.Topic != tp.topic {
 			continue
@@ -227,12 +204,12 @@ func answer(res *produce.Response, tp topicPartition) (int64, error) {
 				continue
 			}
 			if part.ErrorCode == 0 {
-				return part.BaseOffset, nil
+				return nil
 			}
-			return -1, partitionError(part)
+			return partitionError(part)
 		}
 	}
-	return -1, fmt.Errorf("the produce response does not answer for the partition: %w", protocol.NewErrNoPartition(tp.topic, int32(tp.partition)))
+	return fmt.Errorf("the produce response does not answer for the partition: %w", protocol.NewErrNoPartition(tp.topic, int32(tp.partition)))
 }
 
 // partitionError is a refused partition's answer as a kafka.Error, with

@@ -1,18 +1,14 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -21,33 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// TestRecordSetReads: the produce request's records field is the batch
-// prefixed by its 4-byte size, whatever sizes the reads ask for, and reset
-// starts it over.
-func TestRecordSetReads(t *testing.T) {
-	for _, n := range []int{0, 1, 3, 4, 5, 100, 70000} {
-		batch := bytes.Repeat([]byte{0xab}, n)
-		want := binary.BigEndian.AppendUint32(nil, uint32(n))
-		want = append(want, batch...)
-		var rs recordSet
-		for _, read := range []func(io.Reader) io.Reader{
-			func(r io.Reader) io.Reader { return r },
-			iotest.OneByteReader,
-			iotest.HalfReader,
-		} {
-			rs.reset(batch)
-			got, err := io.ReadAll(read(&rs))
-			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("batch of %d: read %d bytes (%v), want %d", n, len(got), err, len(want))
-			}
-		}
-		rs.reset(nil)
-		if rs.batch != nil {
-			t.Fatalf("reset(nil) kept the batch")
-		}
-	}
-}
 
 // Regression (review of issue 14c, finding 1; wire.go): a partition's own
 // connection stayed with a broker that no longer led the partition as long

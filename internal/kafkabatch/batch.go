@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
 )
 
@@ -73,11 +74,9 @@ type Record struct {
 }
 
 // Header is one record header. A nil Value is a null header value; a key is
-// never null.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// never null. It is kafka-go's header type, so that a producer holding
+// kafka-go headers hands them over without converting them.
+type Header = kafka.Header
 
 // Compression is the batch's codec.
 func (b *Batch) Compression() Compression { return Compression(b.Attributes & attrCompressionMask) }

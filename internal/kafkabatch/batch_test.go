@@ -221,3 +221,51 @@ func TestClaimedCountAllocatesNothing(t *testing.T) {
 		t.Errorf("Decode allocated %d MiB for 8 MiB of records", n>>20)
 	}
 }
+
+// TestAppendMessagesMatchesBuild: AppendMessages writes the bytes
+// Encode(Build(...)) writes, after whatever dst holds, for every codec and
+// producer stamp (timestamps out of order, null and empty keys, values and
+// headers), and allocates nothing without compression once dst has room.
+func TestAppendMessagesMatchesBuild(t *testing.T) {
+	msgs := []Message{
+		{Key: []byte("k"), Value: []byte("v"), Timestamp: 1_700_000_000_000},
+		{Key: nil, Value: []byte{}, Timestamp: 1_699_999_999_000, Headers: []Header{{Key: "a", Value: nil}, {Key: "", Value: []byte{}}}},
+		{Key: []byte{}, Value: nil, Timestamp: 1_700_000_000_500},
+		{Value: []byte(strings.Repeat("big ", 10_000)), Timestamp: 0, Headers: []Header{{Key: "id", Value: []byte("e-1")}}},
+	}
+	msg := func(i int) Message { return msgs[i] }
+	for _, p := range []Producer{NoProducer, {ID: 42, Epoch: 3, BaseSequence: 17}, {ID: 9, Epoch: 1, BaseSequence: math.MaxInt32 - 1, Transactional: true}} {
+		for c := compress.None; c <= compress.Zstd; c++ {
+			for n := 1; n <= len(msgs); n++ {
+				b, err := Build(p, c, msgs[:n])
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := Encode(&b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prefix := []byte("request header")
+				got, err := AppendMessages(append([]byte(nil), prefix...), p, c, n, msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.HasPrefix(got, prefix) || !bytes.Equal(got[len(prefix):], want) {
+					t.Errorf("%+v %s %d messages: AppendMessages differs from Encode(Build)", p, c, n)
+				}
+			}
+		}
+	}
+	if _, err := AppendMessages(nil, NoProducer, 0, 0, msg); err == nil {
+		t.Error("no messages: no error")
+	}
+	if _, err := AppendMessages(nil, NoProducer, compress.Zstd+1, 1, msg); err == nil {
+		t.Error("unknown codec: no error")
+	}
+	buf := make([]byte, 0, 1<<16)
+	if allocs := testing.AllocsPerRun(100, func() {
+		buf, _ = AppendMessages(buf[:0], Producer{ID: 1, BaseSequence: 0}, compress.None, len(msgs), msg)
+	}); allocs != 0 {
+		t.Errorf("AppendMessages into a buffer with room: %v allocations, want 0", allocs)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/segmentio/kafka-go/compress"
 )
 
 // castagnoli is the CRC-32C table record batches are summed with.
@@ -24,11 +26,52 @@ func AppendBatch(dst []byte, b *Batch) ([]byte, error) {
 		return dst, fmt.Errorf("kafkabatch: encoding a batch: %d records, more than a batch holds", len(b.Records))
 	}
 	start := len(dst)
+	dst = appendHeader(dst, b, len(b.Records))
+	dst = appendRecords(dst, b.Records)
+	return finish(dst, start, b.Compression())
+}
+
+// AppendMessages appends to dst the batch that Build(p, c, msgs) would
+// make, encoded as Encode writes it, where msg(i) is msgs[i] for i in
+// [0, n): the same bytes, without the batch's record slice or a slice of
+// messages. A producer that keeps dst across batches encodes with no
+// allocation (none at all without compression). It fails as Build does.
+func AppendMessages(dst []byte, p Producer, c Compression, n int, msg func(i int) Message) ([]byte, error) {
+	if n <= 0 {
+		return dst, fmt.Errorf("kafkabatch: building a batch: no records")
+	}
+	if c < 0 || c > compress.Zstd {
+		return dst, fmt.Errorf("kafkabatch: building a batch: unknown compression codec %d", c)
+	}
+	first := msg(0).Timestamp
+	b := Batch{PartitionLeaderEpoch: NoPartitionLeaderEpoch, Attributes: int16(c), LastOffsetDelta: int32(n - 1),
+		FirstTimestamp: first, MaxTimestamp: first, ProducerID: p.ID, ProducerEpoch: p.Epoch, BaseSequence: p.BaseSequence}
+	if p.Transactional {
+		b.Attributes |= AttrTransactional
+	}
+	start := len(dst)
+	dst = appendHeader(dst, &b, n)
+	for i := range n {
+		m := msg(i)
+		b.MaxTimestamp = max(b.MaxTimestamp, m.Timestamp)
+		r := Record{TimestampDelta: m.Timestamp - first, OffsetDelta: int32(i), Key: m.Key, Value: m.Value, Headers: m.Headers}
+		dst = appendRecord(dst, &r)
+	}
+	binary.BigEndian.PutUint64(dst[start+maxTimestampAt:], uint64(b.MaxTimestamp))
+	return finish(dst, start, c)
+}
+
+// maxTimestampAt is the offset of MaxTimestamp in a batch's header.
+const maxTimestampAt = 35
+
+// appendHeader appends b's header fields for n records, the batch length
+// and CRC zero until finish.
+func appendHeader(dst []byte, b *Batch, n int) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(b.BaseOffset))
-	dst = binary.BigEndian.AppendUint32(dst, 0) // batch length, below
+	dst = binary.BigEndian.AppendUint32(dst, 0) // batch length, in finish
 	dst = binary.BigEndian.AppendUint32(dst, uint32(b.PartitionLeaderEpoch))
 	dst = append(dst, Magic)
-	dst = binary.BigEndian.AppendUint32(dst, 0) // CRC, below
+	dst = binary.BigEndian.AppendUint32(dst, 0) // CRC, in finish
 	dst = binary.BigEndian.AppendUint16(dst, uint16(b.Attributes))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(b.LastOffsetDelta))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(b.FirstTimestamp))
@@ -36,15 +79,21 @@ func AppendBatch(dst []byte, b *Batch) ([]byte, error) {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(b.ProducerID))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(b.ProducerEpoch))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(b.BaseSequence))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b.Records)))
+	return binary.BigEndian.AppendUint32(dst, uint32(n))
+}
 
-	var err error
-	if c := b.Compression(); c == 0 {
-		dst = appendRecords(dst, b.Records)
-	} else if dst, err = appendCompressed(dst, c, b.Records); err != nil {
-		return dst[:start], err
+// finish completes the batch that starts at dst[start:], its records
+// written uncompressed after the header: it compresses them with codec c,
+// then writes the batch length and the CRC-32C.
+func finish(dst []byte, start int, c Compression) ([]byte, error) {
+	if c != 0 {
+		records := start + headerSize
+		compressed, err := appendCompressed(nil, c, dst[records:])
+		if err != nil {
+			return dst[:start], err
+		}
+		dst = append(dst[:records], compressed...)
 	}
-
 	batch := dst[start:]
 	if len(batch)-lengthEnd > math.MaxInt32 {
 		return dst[:start], fmt.Errorf("kafkabatch: encoding a batch: %d bytes, more than a batch holds", len(batch))
@@ -54,15 +103,15 @@ func AppendBatch(dst []byte, b *Batch) ([]byte, error) {
 	return dst, nil
 }
 
-// appendCompressed appends records compressed with codec c.
-func appendCompressed(dst []byte, c Compression, records []Record) ([]byte, error) {
+// appendCompressed appends records, encoded, compressed with codec c.
+func appendCompressed(dst []byte, c Compression, records []byte) ([]byte, error) {
 	codec := c.Codec()
 	if codec == nil {
 		return dst, fmt.Errorf("kafkabatch: encoding a batch: unknown compression codec %d in its attributes", c)
 	}
 	var out bytes.Buffer
 	w := codec.NewWriter(&out)
-	if _, err := w.Write(appendRecords(nil, records)); err != nil {
+	if _, err := w.Write(records); err != nil {
 		return dst, fmt.Errorf("kafkabatch: compressing a batch with %s: %w", codec.Name(), err)
 	}
 	if err := w.Close(); err != nil {
