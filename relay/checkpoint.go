@@ -48,7 +48,7 @@ type Checkpoint struct {
 // checkpoint's mutex.
 type Tx struct {
 	c           *Checkpoint
-	commitTime  time.Time // from Begin; zero for a snapshot
+	commitTime  time.Time // from Begin; zero for a snapshot; never changes (read without mu)
 	finalLSN    pglogrepl.LSN
 	endLSN      pglogrepl.LSN
 	outstanding int

@@ -85,7 +85,7 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 		return err
 	}
 	s.tx.Add(1)
-	ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value), ev.CommitTime)
+	ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value))
 	err := s.opt.Sink.Send(ctx, rec, ack)
 	if err == nil {
 		return nil
@@ -124,7 +124,7 @@ func (s *session) poison(ctx context.Context, ev *router.Event, rowErr *router.R
 // dealtWith runs the poison policy on a row whose share (one record of
 // size bytes) is already counted in the budget and the transaction.
 func (s *session) dealtWith(ctx context.Context, ev *router.Event, rec *router.Record, cause error, size int64) error {
-	if err := s.opt.Poison(ctx, ev, rec, cause, s.ackerFor("", size, 0, ev.CommitTime)); err != nil {
+	if err := s.opt.Poison(ctx, ev, rec, cause, s.ackerFor("", size, 0)); err != nil {
 		return err
 	}
 	if s.opt.Observer != nil {
@@ -147,14 +147,17 @@ func poisonRowBytes(ev *router.Event) int64 {
 // ackerFor returns the ack callback of one record: it gives back size
 // bytes of budget and reports published key+value bytes to the observer. A
 // poison row's ack (topic "") is not a publication and is not reported as
-// one.
-func (s *session) ackerFor(topic string, size int64, published int, commitTime time.Time) func(error) {
+// one. The commit time reported is the open transaction's (from its
+// Begin, as the router's event has it), read from the transaction rather
+// than captured: the callback lives as long as its record is in flight,
+// and smaller callbacks keep less memory (48 bytes, not 80).
+func (s *session) ackerFor(topic string, size int64, published int) func(error) {
 	tx := s.tx
 	return func(err error) {
 		s.budget.Release(1, size)
 		tx.Ack(err)
 		if err == nil && topic != "" && s.opt.Observer != nil {
-			s.opt.Observer.Published(topic, published, commitTime)
+			s.opt.Observer.Published(topic, published, tx.commitTime)
 		}
 	}
 }

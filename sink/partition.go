@@ -72,7 +72,7 @@ func (w *partitionWorker) push(pe *pending) bool {
 		w.mu.Unlock()
 		return false
 	}
-	pe.queued = time.Now()
+	pe.queued = w.p.since()
 	w.queue = append(w.queue, pe)
 	w.queued += pe.size
 	signal := !w.lingering || w.queued >= w.batchLimit()
@@ -137,7 +137,7 @@ func (w *partitionWorker) next() []*pending {
 	for {
 		w.mu.Lock()
 		if len(w.queue) > 0 {
-			wait := w.p.cfg.Linger - time.Since(w.queue[0].queued)
+			wait := w.p.cfg.Linger - (w.p.since() - w.queue[0].queued)
 			if wait <= 0 || w.queued >= limit {
 				w.lingering, w.idle = false, false
 				w.disarmLocked()

@@ -41,7 +41,7 @@ type pending struct {
 	eventID   string
 	size      int // recordSize: bytes inside a batch, at most
 	onAck     func(error)
-	queued    time.Time // when it entered its partition queue, for linger.ms
+	queued    time.Duration // when it entered its partition queue (Producer.since), for linger.ms
 }
 
 // newPending copies r into memory the producer owns: all key, value and
