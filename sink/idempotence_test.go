@@ -502,3 +502,29 @@ func checkStamps(t *testing.T, got []sentBatch, want []stamp) {
 		}
 	}
 }
+
+// TestReusedBufferRetryResendsItsOwnBytes: the partition worker encodes
+// each batch into the buffer of the one before (sink/partition.go, buf). A
+// smaller batch after a larger one, whose first attempt is answered with
+// an error, is resent byte for byte, holds only its own records (none of
+// the larger batch's bytes left over), and the partition holds every
+// record once, in order.
+func TestReusedBufferRetryResendsItsOwnBytes(t *testing.T) {
+	c, addr := newCluster(t, kfake.SeedTopics(1, "orders"))
+	sent := watchProduce(t, c)
+	p := newTestProducer(t, batchConfig(addr, true))
+	a := newAcks()
+	ids := sendBatch(t, p, a, "orders", "large-event", 20)
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.RequestTimedOut, Count: 1})
+	ids = append(ids, sendBatch(t, p, a, "orders", "s", 3)...)
+	a.exactlyOnce(t, ids)
+	a.allOK(t, ids)
+	got := sent()
+	if len(got) != 3 || !bytes.Equal(got[1].raw, got[2].raw) || len(got[1].raw) >= len(got[0].raw) {
+		t.Fatalf("%d produce requests; want the large batch, then the small one twice with the same bytes", len(got))
+	}
+	if n := len(got[1].batch.Records); n != 3 || string(got[1].batch.Records[2].Value) != "s-2" || got[1].batch.BaseSequence != 20 {
+		t.Errorf("the retried batch: %d records, base sequence %d; want s-0..s-2 at 20", n, got[1].batch.BaseSequence)
+	}
+	checkWritten(t, addr, "orders", ids, true)
+}

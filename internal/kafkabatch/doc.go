@@ -18,7 +18,9 @@
 // delivers aborted records).
 //
 // sink.TxnSink (exactly.once.support=required) drives TxnProducer; the
-// at-least-once sink.Producer encodes its batches here too (idempotent with
-// enable.idempotence, producer id -1 without) and sends them with
-// ProduceBatch; verify and the offsets topic read with FetchCommitted.
+// at-least-once sink.Producer encodes its batches here too (AppendMessages
+// into a buffer each partition worker reuses; idempotent with
+// enable.idempotence, producer id -1 without) and sends them over its own
+// connections, the batch read as the request's records field through
+// RecordSet; verify and the offsets topic read with FetchCommitted.
 package kafkabatch
