@@ -87,15 +87,18 @@ func (w *txnWorker) linger() time.Duration {
 	return txnPause(w.s.p.cfg.Linger, w.markers, w.lastN) - time.Since(w.lastEnd)
 }
 
-// busyRecords: a Kafka transaction of at least this many records is one
-// of a backlog (a steady 1,000 events/s puts 5 to 20 in one).
-const busyRecords = 100
+// busyRecords: a Kafka transaction of at least this many records is a
+// busy one (a backlog, or a machine too loaded to keep up): a steady
+// 1,000 events/s with the short pause put 4 records in one (14 at the
+// 99th percentile) on the bed, a backlog drain hundreds.
+const busyRecords = 20
 
 // txnPause is how long after a commit of n records the worker waits
-// before it takes what is queued. After a busy transaction (a backlog),
-// linger.ms, as a producer batches: the next Kafka transaction carries
-// more PostgreSQL transactions, and its requests cost CPU per Kafka
-// transaction, not per record. After a small one, only as long as the
+// before it takes what is queued. After a busy transaction (a backlog,
+// or records piling up on a loaded machine), linger.ms, as a producer
+// batches: the next Kafka transaction carries more PostgreSQL
+// transactions, and its requests cost CPU (the relay's and the broker's)
+// per Kafka transaction, not per record. After a small one, only as long as the
 // coordinator lately needed to write the last transaction's markers
 // (markers, never more than linger.ms): AddPartitionsToTxn sent before
 // that is answered CONCURRENT_TRANSACTIONS and retried, and a pause of
