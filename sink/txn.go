@@ -100,10 +100,12 @@ type txnProducer interface {
 	Init(ctx context.Context) error
 	Begin() error
 	Produce(ctx context.Context, tp kafkabatch.TopicPartition, msgs []kafkabatch.Message) (int64, error)
-	AddPartitions(ctx context.Context, tps []kafkabatch.TopicPartition) error
+	ProduceAll(ctx context.Context, batches []kafkabatch.PartitionBatch) error
 	Commit(ctx context.Context) error
 	Abort(ctx context.Context) error
 	ResumeAfterTimeout(ctx context.Context) (bool, error)
+	FirstAdd() kafkabatch.FirstAdd
+	Close() error
 }
 
 // txnItem is what Send and Boundary queue for the worker: a record, or a
@@ -131,7 +133,8 @@ func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) 
 	}
 	comp := kafkabatch.Compression(p.cfg.Compression)
 	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnConfig{TransactionalID: cfg.TransactionalID, TransactionTimeout: cfg.Timeout,
-		Compression: comp, RetryBackoff: p.cfg.RetryBackoff, RetryBackoffMax: p.cfg.RetryBackoffMax}, log)
+		Compression: comp, RetryBackoff: p.cfg.RetryBackoff, RetryBackoffMax: p.cfg.RetryBackoffMax,
+		MaxRequestSize: p.cfg.MaxRequestSize, Dial: p.dialBroker}, log)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
@@ -149,7 +152,7 @@ func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) 
 		offsets: p.Offsets(cfg.OffsetsTopic, cfg.Connector, cfg.Server, cfg.OffsetsReplication),
 		ctx:     ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
 	s.load = s.offsets.LoadCommitted
-	s.w = txnWorker{s: s, parts: map[string]topicParts{}}
+	s.w = txnWorker{s: s, parts: map[string]topicParts{}, markers: -1}
 	go s.work()
 	return s, nil
 }
@@ -324,7 +327,7 @@ func (s *TxnSink) Close() error {
 		cancel()
 		s.w.open = false
 	}
-	return nil
+	return s.txn.Close()
 }
 
 // fail ends the sink's transactions with err: queued records get it as

@@ -23,7 +23,7 @@ type fakeTxn struct {
 	committed []string
 	inits     int
 	parts     map[int]int // records per partition of topic t
-	failNext  error       // the next Produce, AddPartitions or Commit returns it
+	failNext  error       // the next Produce, ProduceAll or Commit returns it
 	block     chan struct{}
 	timedOut  bool // ResumeAfterTimeout's answer: the coordinator aborted for the timeout
 	resumes   int  // ResumeAfterTimeout calls
@@ -51,6 +51,10 @@ func (f *fakeTxn) Init(context.Context) error {
 
 func (f *fakeTxn) Begin() error { return nil }
 
+func (f *fakeTxn) FirstAdd() kafkabatch.FirstAdd { return kafkabatch.FirstAdd{} }
+
+func (f *fakeTxn) Close() error { return nil }
+
 func (f *fakeTxn) takeFail() error {
 	err := f.failNext
 	f.failNext = nil
@@ -75,10 +79,19 @@ func (f *fakeTxn) Produce(ctx context.Context, tp kafkabatch.TopicPartition, msg
 	return 0, nil
 }
 
-func (f *fakeTxn) AddPartitions(ctx context.Context, tps []kafkabatch.TopicPartition) error {
+func (f *fakeTxn) ProduceAll(ctx context.Context, batches []kafkabatch.PartitionBatch) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.takeFail()
+	err := f.takeFail()
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, b := range batches {
+		if _, err := f.Produce(ctx, b.TP, b.Msgs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *fakeTxn) Commit(ctx context.Context) error {
@@ -137,7 +150,7 @@ func newFakeTxnSinkWorker(t *testing.T, f *fakeTxn, cfg TxnConfig, worker bool) 
 	s := &TxnSink{p: p, cfg: cfg, log: testLogger(t), txn: f, offsets: &Offsets{p: p, topic: "offsets", key: []byte(`["c",{"server":"s"}]`)},
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
 	s.load = func(context.Context) (Offset, bool, error) { return Offset{}, false, nil }
-	s.w = txnWorker{s: s, parts: map[string]topicParts{"offsets": {n: 1, at: time.Now()}, "t": {n: 1, at: time.Now()}}}
+	s.w = txnWorker{s: s, markers: -1, parts: map[string]topicParts{"offsets": {n: 1, at: time.Now()}, "t": {n: 1, at: time.Now()}}}
 	if worker {
 		go s.work()
 	}

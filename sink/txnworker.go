@@ -37,11 +37,16 @@ type txnWorker struct {
 	carry    []txnItem                   // records after the last boundary, held back
 	sticky   map[string]int              // null-key partition per topic in this transaction
 	lastEnd  time.Time                   // when the last transaction committed
+	lastN    int                         // records the last transaction committed
 	spans    int                         // PostgreSQL transactions whose records it holds, ended
 	recs     bool                        // it holds records after its last boundary
 	first    string                      // the event id of its first record
 	spanAt   time.Time                   // when the records of its last PostgreSQL transaction began to be added
 	lastSpan time.Duration               // how long its last ended PostgreSQL transaction took to be added
+	// markers estimates how long after a commit the coordinator is still
+	// writing its markers (nextMarkerWait): the pause after a small
+	// transaction (txnPause); -1 before anything was learned.
+	markers time.Duration
 
 	// limit caps how long a transaction stays open before it commits at
 	// a boundary (0: half of transaction.timeout.ms); halved after the
@@ -74,19 +79,56 @@ func (w *txnWorker) wait() time.Duration {
 }
 
 // linger is how long the worker waits after a commit before it takes
-// what is queued: linger.ms, as a producer batches. Under load each Kafka
-// transaction then carries more PostgreSQL transactions (its requests
-// cost CPU per transaction, not per record), and the coordinator has
-// written the last one's markers, which AddPartitionsToTxn otherwise
-// waits for (CONCURRENT_TRANSACTIONS). Measured: without it (or only
-// after a transaction of batch.size or more) exactly-once at 1,000
-// events/s on the loaded bed had 18-27 times at-least-once's p50, with it
-// about 2 times (report of issue 17b).
+// what is queued (txnPause), with transaction.boundary=poll.
 func (w *txnWorker) linger() time.Duration {
 	if w.lastEnd.IsZero() || w.s.cfg.Boundary != BoundaryPoll {
 		return 0
 	}
-	return w.s.p.cfg.Linger - time.Since(w.lastEnd)
+	return txnPause(w.s.p.cfg.Linger, w.markers, w.lastN) - time.Since(w.lastEnd)
+}
+
+// busyRecords: a Kafka transaction of at least this many records is a
+// busy one (a backlog, or a machine too loaded to keep up): a steady
+// 1,000 events/s with the short pause put 4 records in one (14 at the
+// 99th percentile) on the bed, a backlog drain hundreds.
+const busyRecords = 20
+
+// txnPause is how long after a commit of n records the worker waits
+// before it takes what is queued. After a busy transaction (a backlog,
+// or records piling up on a loaded machine), linger.ms, as a producer
+// batches: the next Kafka transaction carries more PostgreSQL
+// transactions, and its requests cost CPU (the relay's and the broker's)
+// per Kafka transaction, not per record. After a small one, only as long as the
+// coordinator lately needed to write the last transaction's markers
+// (markers, never more than linger.ms): AddPartitionsToTxn sent before
+// that is answered CONCURRENT_TRANSACTIONS and retried, and a pause of
+// linger.ms where the markers take 1 or 2 ms is latency for nothing.
+func txnPause(linger, markers time.Duration, n int) time.Duration {
+	if n >= busyRecords || markers < 0 {
+		return linger
+	}
+	return min(linger, markers)
+}
+
+// nextMarkerWait is the estimate of the coordinator's marker time (the
+// pause after a small transaction) after one whose first
+// AddPartitionsToTxn, sent after a pause of est, was answered
+// CONCURRENT_TRANSACTIONS concurrent times and accepted retrying later:
+// then the pause was too short by about retrying (an upper bound), and
+// the estimate moves a quarter of the way to est+retrying. Accepted at
+// once, the markers were done by then, perhaps much earlier: it moves a
+// quarter of the way to three quarters of est, so the pause probes
+// shorter until refusals stop it. It stays within [0, limit].
+func nextMarkerWait(est, retrying time.Duration, concurrent int, limit time.Duration) time.Duration {
+	if est < 0 {
+		est = limit
+	}
+	sample := est * 3 / 4
+	if concurrent > 0 {
+		sample = est + retrying
+	}
+	est += (sample - est) / 4
+	return max(0, min(est, limit))
 }
 
 // round adds what was queued to the transaction, up to the last boundary;
@@ -124,7 +166,7 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 	if w.bSeq > 0 {
 		commit := w.commit
 		if !w.due(flushWant) {
-			commit = func() error { return w.flushBatches() } // opens the transaction: its interval runs
+			commit = func() error { return w.flushBatches(nil) } // opens the transaction: its interval runs
 		}
 		if err := commit(); err != nil {
 			w.carry = tail
@@ -151,7 +193,7 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 			return err
 		}
 	}
-	return w.flushBatches()
+	return w.flushBatches(nil)
 }
 
 // due says whether the transaction commits at its last boundary now.
@@ -256,19 +298,31 @@ func (w *txnWorker) produce(tp kafkabatch.TopicPartition, b *txnBatch) error {
 	if err := w.begin(); err != nil {
 		return err
 	}
+	if _, err := w.s.txn.Produce(w.s.ctx, tp, b.messages()); err != nil {
+		return err
+	}
+	w.written += b.acked()
+	return nil
+}
+
+// messages is b's records for the batch encoder.
+func (b *txnBatch) messages() []kafkabatch.Message {
 	msgs := make([]kafkabatch.Message, len(b.recs))
 	for i, pe := range b.recs {
 		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli(), Headers: batchHeaders(pe.headers)}
 	}
-	if _, err := w.s.txn.Produce(w.s.ctx, tp, msgs); err != nil {
-		return err
-	}
-	w.written += len(b.recs)
+	return msgs
+}
+
+// acked acknowledges b's records, written, and empties b; it returns how
+// many there were.
+func (b *txnBatch) acked() int {
+	n := len(b.recs)
 	for _, pe := range b.recs {
 		pe.onAck(nil)
 	}
 	b.recs, b.bytes = b.recs[:0], 0
-	return nil
+	return n
 }
 
 // batchHeaders converts a record's headers for the batch encoder.
@@ -304,46 +358,49 @@ func (w *txnWorker) begin() error {
 	return nil
 }
 
-// flushBatches writes every partition's batch, adding their partitions
-// (and extra) to the transaction in one request first.
-func (w *txnWorker) flushBatches(extra ...kafkabatch.TopicPartition) error {
-	tps := extra
+// flushBatches writes every partition's batch and pos (the position
+// record; nil for none) inside the transaction, opening it first:
+// ProduceAll adds their partitions in one AddPartitionsToTxn and sends the
+// batches in one produce request per leader.
+func (w *txnWorker) flushBatches(pos *kafkabatch.PartitionBatch) error {
+	var all []kafkabatch.PartitionBatch
+	var bs []*txnBatch
 	for _, tp := range w.order {
-		if len(w.batches[tp].recs) > 0 {
-			tps = append(tps, tp)
+		if b := w.batches[tp]; len(b.recs) > 0 {
+			all = append(all, kafkabatch.PartitionBatch{TP: tp, Msgs: b.messages()})
+			bs = append(bs, b)
 		}
 	}
-	if len(tps) == 0 {
+	if pos != nil {
+		all = append(all, *pos)
+	}
+	if len(all) == 0 {
 		return nil
 	}
 	if err := w.begin(); err != nil {
 		return err
 	}
-	if err := w.s.txn.AddPartitions(w.s.ctx, tps); err != nil {
+	if err := w.s.txn.ProduceAll(w.s.ctx, all); err != nil {
 		return err
 	}
-	for _, tp := range w.order {
-		if b := w.batches[tp]; len(b.recs) > 0 {
-			if err := w.produce(tp, b); err != nil {
-				return err
-			}
-		}
+	for _, b := range bs {
+		w.written += b.acked()
 	}
 	return nil
 }
 
-// commit writes the batches, the position record and commits.
+// commit writes the batches and the position record, and commits.
 func (w *txnWorker) commit() error {
 	seq, pos := w.bSeq, w.bPos
-	var extra []kafkabatch.TopicPartition
+	var rec *kafkabatch.PartitionBatch
 	if pos > 0 && (w.open || w.unwritten() > 0) {
-		tp, err := w.positionPartition()
+		r, err := w.position(pos)
 		if err != nil {
 			return err
 		}
-		extra = append(extra, tp)
+		rec = &r
 	}
-	if err := w.flushBatches(extra...); err != nil {
+	if err := w.flushBatches(rec); err != nil {
 		return err
 	}
 	if !w.open {
@@ -351,16 +408,12 @@ func (w *txnWorker) commit() error {
 		w.s.committedUpTo(seq, 0, 0)
 		return nil
 	}
-	if pos > 0 {
-		if err := w.position(pos); err != nil {
-			return err
-		}
-	}
 	if err := w.s.txn.Commit(w.s.ctx); err != nil {
 		return err
 	}
 	n := w.written
-	w.open, w.written, w.bSeq, w.bPos, w.lastEnd = false, 0, 0, 0, time.Now()
+	w.learnMarkers()
+	w.open, w.written, w.bSeq, w.bPos, w.lastEnd, w.lastN = false, 0, 0, 0, time.Now(), n
 	w.spans, w.first = 0, ""
 	clear(w.sticky)
 	w.relax()
@@ -368,19 +421,28 @@ func (w *txnWorker) commit() error {
 	return nil
 }
 
-// position writes the offsets-topic record of pos inside the transaction.
-func (w *txnWorker) position(pos uint64) error {
+// learnMarkers updates the marker time estimate from what the committed
+// transaction's first AddPartitionsToTxn met, after the last commit.
+func (w *txnWorker) learnMarkers() {
+	a := w.s.txn.FirstAdd()
+	if w.lastEnd.IsZero() || a.Sent.IsZero() || a.Accepted.IsZero() || w.lastN >= busyRecords {
+		return // no commit before it, or its pause was linger.ms (txnPause)
+	}
+	w.markers = nextMarkerWait(w.markers, a.Accepted.Sub(a.Sent), a.Concurrent, w.s.p.cfg.Linger)
+}
+
+// position is the offsets-topic record of pos, for the transaction.
+func (w *txnWorker) position(pos uint64) (kafkabatch.PartitionBatch, error) {
 	o := w.s.offsets
 	tp, err := w.positionPartition()
 	if err != nil {
-		return err
+		return kafkabatch.PartitionBatch{}, err
 	}
 	v, err := o.value(Offset{LSN: pos, Time: time.Now(), Origin: w.s.originNow()})
 	if err != nil {
-		return err
+		return kafkabatch.PartitionBatch{}, err
 	}
-	_, err = w.s.txn.Produce(w.s.ctx, tp, []kafkabatch.Message{{Key: o.key, Value: v, Timestamp: time.Now().UnixMilli()}})
-	return err
+	return kafkabatch.PartitionBatch{TP: tp, Msgs: []kafkabatch.Message{{Key: o.key, Value: v, Timestamp: time.Now().UnixMilli()}}}, nil
 }
 
 // failed ends the transaction after err: a fenced producer stops for

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/addpartitionstotxn"
+	"github.com/segmentio/kafka-go/protocol/endtxn"
 )
 
 // Errors of TxnProducer. Each wraps the broker's error, so errors.Is with
@@ -39,6 +42,15 @@ type TxnConfig struct {
 	// before a retry; it doubles up to RetryBackoffMax (retry.backoff.max.ms,
 	// default 1 s). Retries last until the context ends.
 	RetryBackoff, RetryBackoffMax time.Duration
+	// MaxRequestSize (max.request.size, default 1 MiB) caps the batches
+	// ProduceAll puts in one produce request.
+	MaxRequestSize int
+	// Dial, when set, opens a connection to a broker ready for requests
+	// (TLS, ApiVersions, SASL as the client's): AddPartitionsToTxn and
+	// EndTxn then go over the producer's own connection to the
+	// transaction coordinator (txnRoundTrip), not through the Client,
+	// which asks FindCoordinator before each.
+	Dial func(ctx context.Context, addr string) (*protocol.Conn, error)
 }
 
 // Validate applies the defaults and checks cfg.
@@ -62,6 +74,9 @@ func (c *TxnConfig) Validate() error {
 	}
 	if c.RetryBackoffMax < c.RetryBackoff {
 		c.RetryBackoffMax = max(time.Second, c.RetryBackoff)
+	}
+	if c.MaxRequestSize <= 0 {
+		c.MaxRequestSize = 1 << 20
 	}
 	return nil
 }
@@ -107,6 +122,18 @@ type TxnProducer struct {
 	// starts after it, so one younger than the timeout by this clock
 	// cannot have been aborted for it.
 	startedAt time.Time
+	// first is the open transaction's first AddPartitionsToTxn (FirstAdd).
+	first FirstAdd
+	coord coordConn // with TxnConfig.Dial: the coordinator's connection
+}
+
+// FirstAdd is what the open transaction's first AddPartitionsToTxn met:
+// when it was first sent, when the coordinator accepted it (zero until
+// then), and how many times in between it answered CONCURRENT_TRANSACTIONS
+// (it was still writing the last transaction's markers).
+type FirstAdd struct {
+	Sent, Accepted time.Time
+	Concurrent     int
 }
 
 // NewTxnProducer checks cfg and makes a producer. It does not connect: Init does.
@@ -199,7 +226,7 @@ func (p *TxnProducer) Begin() error {
 		return p.stateErr("beginning a transaction")
 	}
 	clear(p.added)
-	p.state, p.startedAt = stateInTxn, time.Time{}
+	p.state, p.startedAt, p.first = stateInTxn, time.Time{}, FirstAdd{}
 	return nil
 }
 
@@ -274,37 +301,51 @@ func (p *TxnProducer) AddPartitions(ctx context.Context, tps []TopicPartition) e
 	return nil
 }
 
+// FirstAdd says what the open (or last) transaction's first
+// AddPartitionsToTxn met.
+func (p *TxnProducer) FirstAdd() FirstAdd { return p.first }
+
 func (p *TxnProducer) addPartitions(ctx context.Context, tps []TopicPartition) error {
-	if p.startedAt.IsZero() {
+	first := p.startedAt.IsZero()
+	if first {
 		p.startedAt = time.Now()
+		p.first.Sent = p.startedAt
 	}
-	return p.retry(ctx, opAddPartitions, func() error {
-		topics := map[string][]kafka.AddPartitionToTxn{}
+	err := p.retry(ctx, opAddPartitions, func() error {
+		req := &addpartitionstotxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: p.producerID, ProducerEpoch: p.epoch}
+		index := map[string]int{}
 		for _, tp := range tps {
-			if !p.added[tp] {
-				topics[tp.Topic] = append(topics[tp.Topic], kafka.AddPartitionToTxn{Partition: tp.Partition})
+			if p.added[tp] {
+				continue
 			}
+			i, ok := index[tp.Topic]
+			if !ok {
+				i = len(req.Topics)
+				index[tp.Topic] = i
+				req.Topics = append(req.Topics, addpartitionstotxn.RequestTopic{Name: tp.Topic})
+			}
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, int32(tp.Partition))
 		}
-		res, err := p.client.AddPartitionsToTxn(ctx, &kafka.AddPartitionsToTxnRequest{
-			TransactionalID: p.cfg.TransactionalID,
-			ProducerID:      int(p.producerID),
-			ProducerEpoch:   int(p.epoch),
-			Topics:          topics,
-		})
+		m, err := p.txnRoundTrip(ctx, req)
 		if err != nil {
 			return err
 		}
+		res, ok := m.(*addpartitionstotxn.Response)
+		if !ok {
+			return fmt.Errorf("AddPartitionsToTxn answered %T", m)
+		}
 		var first error
-		for topic, rs := range res.Topics {
-			for _, r := range rs {
-				if r.Error == nil {
-					p.added[TopicPartition{Topic: topic, Partition: r.Partition}] = true
-				} else if first == nil || !errors.Is(r.Error, kafka.Error(55)) {
-					first = r.Error // 55 OPERATION_NOT_ATTEMPTED only follows another's error
+		for _, t := range res.Results {
+			for _, r := range t.Results {
+				if r.ErrorCode == 0 {
+					p.added[TopicPartition{Topic: t.Name, Partition: int(r.PartitionIndex)}] = true
+				} else if err := kafka.Error(r.ErrorCode); first == nil || !errors.Is(err, kafka.Error(55)) {
+					first = err // 55 OPERATION_NOT_ATTEMPTED only follows another's error
 				}
 			}
 		}
 		if first != nil {
+			p.dropCoordinator(first)
 			return first
 		}
 		for _, tp := range tps {
@@ -314,6 +355,10 @@ func (p *TxnProducer) addPartitions(ctx context.Context, tps []TopicPartition) e
 		}
 		return nil
 	})
+	if err == nil && first {
+		p.first.Accepted = time.Now()
+	}
+	return err
 }
 
 // Commit ends the open transaction with a commit (EndTxn). Once it
@@ -355,15 +400,19 @@ func (p *TxnProducer) endTxn(ctx context.Context, commit bool) error {
 		return nil
 	}
 	return p.retry(ctx, "EndTxn", func() error {
-		res, err := p.client.EndTxn(ctx, &kafka.EndTxnRequest{
-			TransactionalID: p.cfg.TransactionalID,
-			ProducerID:      int(p.producerID),
-			ProducerEpoch:   int(p.epoch),
-			Committed:       commit,
-		})
+		m, err := p.txnRoundTrip(ctx, &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: p.producerID, ProducerEpoch: p.epoch, Committed: commit})
 		if err != nil {
 			return err
 		}
-		return res.Error
+		res, ok := m.(*endtxn.Response)
+		if !ok {
+			return fmt.Errorf("EndTxn answered %T", m)
+		}
+		if res.ErrorCode != 0 {
+			err := kafka.Error(res.ErrorCode)
+			p.dropCoordinator(err)
+			return err
+		}
+		return nil
 	})
 }

@@ -63,9 +63,9 @@ const concurrentTxnRetryMax = 20 * time.Millisecond
 const opAddPartitions = "AddPartitionsToTxn"
 
 // concurrentTxnWait is the wait before retry attempt+1 of a request the
-// coordinator answered CONCURRENT_TRANSACTIONS: 2, 4, 8, 16, then 20 ms.
+// coordinator answered CONCURRENT_TRANSACTIONS: 1, 2, 4, 8, 16, then 20 ms.
 func concurrentTxnWait(attempt int) time.Duration {
-	return min(time.Duration(1<<min(attempt-1, 4))*2*time.Millisecond, concurrentTxnRetryMax)
+	return min(time.Duration(1<<min(attempt-1, 5))*time.Millisecond, concurrentTxnRetryMax)
 }
 
 // retry calls f until it succeeds, fails with an error that is not
@@ -97,10 +97,13 @@ func (p *TxnProducer) retry(ctx context.Context, op string, f func() error) erro
 			// The coordinator is writing the last transaction's markers,
 			// a matter of milliseconds, more on a loaded broker: Java
 			// retries AddPartitionsToTxn every 20 ms here rather than
-			// after retry.backoff.ms, doubling; this waits 2 ms, then
+			// after retry.backoff.ms, doubling; this waits 1 ms, then
 			// doubles up to 20 ms and stays there, so a slow marker
 			// write costs at most 20 ms more, not up to retry.backoff.max.ms.
 			next = concurrentTxnWait(attempt)
+			if p.first.Accepted.IsZero() && !p.first.Sent.IsZero() {
+				p.first.Concurrent++
+			}
 		} else {
 			wait = min(2*wait, p.cfg.RetryBackoffMax)
 		}

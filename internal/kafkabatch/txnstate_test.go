@@ -116,7 +116,7 @@ func TestTxnStateOrder(t *testing.T) {
 // marker write slowed by a loaded broker cost up to a second more; the
 // wait stays at Java's 20 ms now.
 func TestConcurrentTxnWait(t *testing.T) {
-	want := []time.Duration{2, 4, 8, 16, 20, 20, 20}
+	want := []time.Duration{1, 2, 4, 8, 16, 20, 20, 20}
 	for i, w := range want {
 		if got := concurrentTxnWait(i + 1); got != w*time.Millisecond {
 			t.Errorf("wait after attempt %d: %s, want %s", i+1, got, w*time.Millisecond)
