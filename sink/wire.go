@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +59,7 @@ func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []by
 		c.drop()
 		return fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
 	}
-	err = answer(res, tp)
+	err = kafkabatch.PartitionAnswer(res, tp.topic, tp.partition)
 	if err != nil && !errors.Is(err, kafka.DuplicateSequenceNumber) {
 		// The broker may no longer lead tp and answer something else than
 		// NOT_LEADER_OR_FOLLOWER (a deposed leader whose log dir went
@@ -189,45 +188,6 @@ func (c *leaderConn) produce(ctx context.Context, tp topicPartition, batch []byt
 // deadline and the connection is kept instead of dropped and dialed again.
 func ackTimeout(d time.Duration) time.Duration {
 	return max(d-min(time.Second, d/10), time.Millisecond)
-}
-
-// answer reads tp's part of a produce response: nil when it was written,
-// else its error as a kafka.Error with the broker's message. (The base
-// offset is not used: an acknowledged record needs no offset.)
-func answer(res *produce.Response, tp topicPartition) error {
-	for _, t := range res.Topics {
-		if t.Topic != tp.topic {
-			continue
-		}
-		for _, part := range t.Partitions {
-			if int(part.Partition) != tp.partition {
-				continue
-			}
-			if part.ErrorCode == 0 {
-				return nil
-			}
-			return partitionError(part)
-		}
-	}
-	return fmt.Errorf("the produce response does not answer for the partition: %w", protocol.NewErrNoPartition(tp.topic, int32(tp.partition)))
-}
-
-// partitionError is a refused partition's answer as a kafka.Error, with
-// the broker's message and (Produce v8) the records it names.
-func partitionError(part produce.ResponsePartition) error {
-	msg := part.ErrorMessage
-	if n := len(part.RecordErrors); n > 0 {
-		re := part.RecordErrors[0]
-		more := ""
-		if n > 1 {
-			more = fmt.Sprintf(" (and %d more records)", n-1)
-		}
-		msg = strings.TrimPrefix(fmt.Sprintf("%s; record %d of the batch: %s%s", msg, re.BatchIndex, re.BatchIndexErrorMessage, more), "; ")
-	}
-	if msg == "" {
-		return kafka.Error(part.ErrorCode)
-	}
-	return fmt.Errorf("%w: %s", kafka.Error(part.ErrorCode), msg)
 }
 
 // connectLeader opens c to tp's leader, as kafka-go's cached metadata

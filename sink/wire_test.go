@@ -12,7 +12,6 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol/produce"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -160,28 +159,6 @@ func TestAckTimeoutBelowDeadline(t *testing.T) {
 	} {
 		if got := ackTimeout(tc.d); got != tc.want {
 			t.Errorf("ackTimeout(%v) = %v, want %v", tc.d, got, tc.want)
-		}
-	}
-}
-
-// TestPartitionErrorText: a refused partition's error keeps its code for
-// errors.Is and carries the broker's message and, with Produce v8, the
-// first refused record of the batch and how many more there are.
-func TestPartitionErrorText(t *testing.T) {
-	for _, tc := range []struct {
-		part produce.ResponsePartition
-		want string
-	}{
-		{produce.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord)}, kafka.InvalidRecord.Error()},
-		{produce.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord), ErrorMessage: "bad batch"}, kafka.InvalidRecord.Error() + ": bad batch"},
-		{produce.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord), RecordErrors: []produce.ResponseError{{BatchIndex: 3, BatchIndexErrorMessage: "null key on a compacted topic"}}},
-			kafka.InvalidRecord.Error() + ": record 3 of the batch: null key on a compacted topic"},
-		{produce.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord), ErrorMessage: "bad batch", RecordErrors: []produce.ResponseError{{BatchIndex: 0, BatchIndexErrorMessage: "x"}, {BatchIndex: 2}}},
-			kafka.InvalidRecord.Error() + ": bad batch; record 0 of the batch: x (and 1 more records)"},
-	} {
-		err := partitionError(tc.part)
-		if !errors.Is(err, kafka.InvalidRecord) || err.Error() != tc.want {
-			t.Errorf("partitionError = %q, want %q", err, tc.want)
 		}
 	}
 }

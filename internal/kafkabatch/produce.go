@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
+	produceAPI "github.com/segmentio/kafka-go/protocol/produce"
 )
 
 // ProduceBatch sends one encoded batch (Encode) to a partition's leader
@@ -59,4 +61,44 @@ func (r *RecordSet) Read(b []byte) (int, error) {
 	n := copy(b, r.batch)
 	r.batch = r.batch[n:]
 	return n, nil
+}
+
+// PartitionAnswer reads one partition's part of a produce response: nil
+// when it was written, else its error as a kafka.Error with the broker's
+// message (DUPLICATE_SEQUENCE_NUMBER too: whether that is success is the
+// caller's to say). A response without the partition is an error.
+func PartitionAnswer(res *produceAPI.Response, topic string, partition int) error {
+	for _, t := range res.Topics {
+		if t.Topic != topic {
+			continue
+		}
+		for _, part := range t.Partitions {
+			if int(part.Partition) != partition {
+				continue
+			}
+			if part.ErrorCode == 0 {
+				return nil
+			}
+			return partitionError(part)
+		}
+	}
+	return fmt.Errorf("the produce response does not answer for the partition: %w", protocol.NewErrNoPartition(topic, int32(partition)))
+}
+
+// partitionError is a refused partition's answer as a kafka.Error, with
+// the broker's message and (Produce v8) the records it names.
+func partitionError(part produceAPI.ResponsePartition) error {
+	msg := part.ErrorMessage
+	if n := len(part.RecordErrors); n > 0 {
+		re := part.RecordErrors[0]
+		more := ""
+		if n > 1 {
+			more = fmt.Sprintf(" (and %d more records)", n-1)
+		}
+		msg = strings.TrimPrefix(fmt.Sprintf("%s; record %d of the batch: %s%s", msg, re.BatchIndex, re.BatchIndexErrorMessage, more), "; ")
+	}
+	if msg == "" {
+		return kafka.Error(part.ErrorCode)
+	}
+	return fmt.Errorf("%w: %s", kafka.Error(part.ErrorCode), msg)
 }

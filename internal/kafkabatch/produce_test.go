@@ -3,9 +3,14 @@ package kafkabatch
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"testing"
 	"testing/iotest"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	produceAPI "github.com/segmentio/kafka-go/protocol/produce"
 )
 
 // TestRecordSetReads: the produce request's records field is the batch
@@ -32,5 +37,51 @@ func TestRecordSetReads(t *testing.T) {
 		if rs.batch != nil {
 			t.Fatalf("Reset(nil) kept the batch")
 		}
+	}
+}
+
+// TestPartitionErrorText: a refused partition's error keeps its code for
+// errors.Is and carries the broker's message and, with Produce v8, the
+// first refused record of the batch and how many more there are.
+func TestPartitionErrorText(t *testing.T) {
+	for _, tc := range []struct {
+		part produceAPI.ResponsePartition
+		want string
+	}{
+		{produceAPI.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord)}, kafka.InvalidRecord.Error()},
+		{produceAPI.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord), ErrorMessage: "bad batch"}, kafka.InvalidRecord.Error() + ": bad batch"},
+		{produceAPI.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord), RecordErrors: []produceAPI.ResponseError{{BatchIndex: 3, BatchIndexErrorMessage: "null key on a compacted topic"}}},
+			kafka.InvalidRecord.Error() + ": record 3 of the batch: null key on a compacted topic"},
+		{produceAPI.ResponsePartition{ErrorCode: int16(kafka.InvalidRecord), ErrorMessage: "bad batch", RecordErrors: []produceAPI.ResponseError{{BatchIndex: 0, BatchIndexErrorMessage: "x"}, {BatchIndex: 2}}},
+			kafka.InvalidRecord.Error() + ": bad batch; record 0 of the batch: x (and 1 more records)"},
+	} {
+		err := partitionError(tc.part)
+		if !errors.Is(err, kafka.InvalidRecord) || err.Error() != tc.want {
+			t.Errorf("partitionError = %q, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestPartitionAnswer: the partition asked for is found among the
+// response's topics and partitions; DUPLICATE_SEQUENCE_NUMBER comes back
+// as itself (its caller decides it is success), and a partition the
+// response leaves out is an error naming it.
+func TestPartitionAnswer(t *testing.T) {
+	res := &produceAPI.Response{Topics: []produceAPI.ResponseTopic{
+		{Topic: "orders", Partitions: []produceAPI.ResponsePartition{{Partition: 0}, {Partition: 1, ErrorCode: int16(kafka.DuplicateSequenceNumber)}}},
+		{Topic: "payments", Partitions: []produceAPI.ResponsePartition{{Partition: 0, ErrorCode: int16(kafka.NotLeaderForPartition)}}},
+	}}
+	if err := PartitionAnswer(res, "orders", 0); err != nil {
+		t.Errorf("orders/0: %v, want nil", err)
+	}
+	if err := PartitionAnswer(res, "orders", 1); !errors.Is(err, kafka.DuplicateSequenceNumber) {
+		t.Errorf("orders/1: %v, want DUPLICATE_SEQUENCE_NUMBER", err)
+	}
+	if err := PartitionAnswer(res, "payments", 0); !errors.Is(err, kafka.NotLeaderForPartition) {
+		t.Errorf("payments/0: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+	var missing protocol.Error
+	if err := PartitionAnswer(res, "payments", 3); err == nil || !errors.As(err, &missing) {
+		t.Errorf("payments/3: %v, want the partition named missing", err)
 	}
 }

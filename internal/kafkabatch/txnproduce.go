@@ -1,9 +1,7 @@
 package kafkabatch
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -215,11 +213,10 @@ func (p *TxnProducer) sendOne(ctx context.Context, sends []*txnSend) {
 			index[s.tp.Topic] = i
 			req.Topics = append(req.Topics, rawproduce.RequestTopic{Topic: s.tp.Topic})
 		}
-		// The records field is the batch prefixed by its size, as
-		// kafka-go's own RecordSet writes it.
-		set := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(s.batch)), uint32(len(s.batch)))
+		rs := new(RecordSet) // the batch prefixed by its size, not a copy of it
+		rs.Reset(s.batch)
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rawproduce.RequestPartition{
-			Partition: int32(s.tp.Partition), RecordSet: protocol.RawRecordSet{Reader: bytes.NewReader(append(set, s.batch...))}})
+			Partition: int32(s.tp.Partition), RecordSet: protocol.RawRecordSet{Reader: rs}})
 	}
 	m, err := p.transport().RoundTrip(ctx, p.client.Addr, req)
 	if err != nil {
@@ -243,27 +240,13 @@ func (p *TxnProducer) sendOne(ctx context.Context, sends []*txnSend) {
 
 // produceAnswer reads tp's part of a produce response: written (an answer
 // DUPLICATE_SEQUENCE_NUMBER too: the broker has the batch already), or
-// the partition's error with the broker's message.
+// the partition's error.
 func produceAnswer(res *produceAPI.Response, tp TopicPartition) (bool, error) {
-	for _, t := range res.Topics {
-		if t.Topic != tp.Topic {
-			continue
-		}
-		for _, part := range t.Partitions {
-			if int(part.Partition) != tp.Partition {
-				continue
-			}
-			err := kafka.Error(part.ErrorCode)
-			switch {
-			case part.ErrorCode == 0, errors.Is(err, kafka.DuplicateSequenceNumber):
-				return true, nil
-			case part.ErrorMessage != "":
-				return false, fmt.Errorf("kafkabatch: producing to %s/%d: %w: %s", tp.Topic, tp.Partition, err, part.ErrorMessage)
-			}
-			return false, fmt.Errorf("kafkabatch: producing to %s/%d: %w", tp.Topic, tp.Partition, err)
-		}
+	err := PartitionAnswer(res, tp.Topic, tp.Partition)
+	if err == nil || errors.Is(err, kafka.DuplicateSequenceNumber) {
+		return true, nil
 	}
-	return false, fmt.Errorf("kafkabatch: the produce response does not answer for %s/%d: %w", tp.Topic, tp.Partition, protocol.NewErrNoPartition(tp.Topic, int32(tp.Partition)))
+	return false, fmt.Errorf("kafkabatch: producing to %s/%d: %w", tp.Topic, tp.Partition, err)
 }
 
 // produceTimeout is the acks timeout a produce request gives the broker,
