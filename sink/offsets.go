@@ -23,6 +23,7 @@ type Offsets struct {
 	topic       string
 	key         []byte
 	replication int
+	window      int64 // LoadCommitted's first window (0: loadWindow); tests set it small
 }
 
 // ErrOffsetsUnusable: the offsets topic cannot be read or created, and

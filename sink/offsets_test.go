@@ -52,3 +52,54 @@ func TestOffsetsRoundTrip(t *testing.T) {
 		t.Fatalf("Load after a tombstone: found %v, err %v; want nothing", found, err)
 	}
 }
+
+// Regression (bench-eos, 2026-12-02): LoadCommitted read the offsets topic
+// from its start, and a transactional sink writes a position per Kafka
+// transaction: after a few minutes of exactly-once at 1,000 events/s a
+// start spent 2.3 s and 54 MiB of RSS reading it. It now reads back from
+// the end, a window widening only while it holds nothing under the key;
+// the answers stay those of a read from the start: the last position
+// under the key, however far back; nothing after a tombstone; nothing for
+// a key never written.
+func TestLoadCommittedReadsBackFromTheEnd(t *testing.T) {
+	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
+	p := newTestProducer(t, Config{Brokers: brokers})
+	topic := fmt.Sprintf("offsets-window-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	store := func(connector string) *Offsets {
+		o := p.Offsets(topic, connector, "order_db", -1)
+		o.window = 4
+		return o
+	}
+	if _, found, err := store("early").LoadCommitted(ctx); err != nil || found {
+		t.Fatalf("first LoadCommitted: found %v, err %v; want nothing", found, err)
+	}
+	a := newAcks()
+	save := func(connector string, lsn uint64) {
+		t.Helper()
+		if err := store(connector).Save(ctx, Offset{LSN: lsn, Time: time.UnixMicro(int64(lsn))}, a.cb(fmt.Sprint(connector, lsn))); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, p, 30*time.Second) // a batch each: a fetch from a window's start returns no older one
+	}
+	save("early", 0x10) // offset 0; a window of 4, then 16, then 64 offsets reach it
+	save("gone", 0x20)
+	for i := range 60 {
+		save("busy", uint64(0x100+i))
+	}
+	if err := p.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte(store("gone").Key())}, a.cb("tombstone")); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, p, 30*time.Second)
+	for _, tc := range []struct {
+		connector string
+		found     bool
+		lsn       uint64
+	}{{"early", true, 0x10}, {"busy", true, 0x100 + 59}, {"gone", false, 0}, {"never", false, 0}} {
+		pos, found, err := store(tc.connector).LoadCommitted(ctx)
+		if err != nil || found != tc.found || pos.LSN != tc.lsn {
+			t.Errorf("LoadCommitted(%s) = %#x, found %v, err %v; want %#x, found %v", tc.connector, pos.LSN, found, err, tc.lsn, tc.found)
+		}
+	}
+}
