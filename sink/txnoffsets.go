@@ -88,7 +88,7 @@ func (o *Offsets) loadCommitted(ctx context.Context, part int) (pos Offset, foun
 // a record under the key was read (a tombstone too: then found is false).
 func (o *Offsets) scanCommitted(ctx context.Context, tp kafkabatch.TopicPartition, from, to int64) (pos Offset, found, seen bool, err error) {
 	for next := from; to < 0 || next < to; {
-		f, err := kafkabatch.FetchCommitted(ctx, o.p.client, tp, next, 1<<20)
+		f, err := kafkabatch.FetchCommitted(ctx, o.p.client, tp, next, offsetsFetchBytes)
 		if err != nil {
 			return pos, false, false, err
 		}
