@@ -113,8 +113,10 @@ func (o *Offsets) scanCommitted(ctx context.Context, tp kafkabatch.TopicPartitio
 		switch {
 		case f.Next > next:
 			next = f.Next
-		case f.LastStableOffset >= f.HighWatermark && next >= f.HighWatermark:
+		case to < 0 && f.LastStableOffset >= f.HighWatermark && next >= f.HighWatermark:
 			return pos, found, seen, nil // read to the end
+		// A window below to ends only at to: a new leader whose high
+		// watermark still lags below it is waited for, not taken as the end.
 		case next < f.LastStableOffset:
 			next = f.LastStableOffset // the rest below it was compacted away
 		default:

@@ -79,7 +79,7 @@ type txnSend struct {
 	tp    TopicPartition
 	seq   int32
 	n     int
-	batch []byte
+	batch []byte // encoded for this ProduceAll alone: kafka-go may still read it after a cancelled RoundTrip returned
 	done  bool
 	err   error
 }
