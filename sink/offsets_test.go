@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -100,6 +101,60 @@ func TestLoadCommittedReadsBackFromTheEnd(t *testing.T) {
 		pos, found, err := store(tc.connector).LoadCommitted(ctx)
 		if err != nil || found != tc.found || pos.LSN != tc.lsn {
 			t.Errorf("LoadCommitted(%s) = %#x, found %v, err %v; want %#x, found %v", tc.connector, pos.LSN, found, err, tc.lsn, tc.found)
+		}
+	}
+}
+
+// TestLoadCommittedSkipsAbortedPositions: positions written in aborted
+// Kafka transactions never count, also when a window of the read back
+// from the end starts inside one (between its two batches, or at its
+// marker): the last committed position is found behind them (review of
+// the read back from the end, N3.1).
+func TestLoadCommittedSkipsAbortedPositions(t *testing.T) {
+	p := txnBedProducer(t)
+	topic := fmt.Sprintf("offsets-aborted-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o := p.Offsets(topic, "relay", "order_db", -1)
+	if _, found, err := o.LoadCommitted(ctx); err != nil || found {
+		t.Fatalf("first LoadCommitted: found %v, err %v; want nothing", found, err)
+	}
+	a := newAcks()
+	if err := o.Save(ctx, Offset{LSN: 0x10, Time: time.UnixMicro(0x10)}, a.cb("committed")); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, p, 30*time.Second)
+	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnConfig{TransactionalID: topic}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp := kafkabatch.TopicPartition{Topic: topic}
+	for i := range 5 { // each: two batches and the abort marker, 3 offsets
+		if err := txn.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 2 {
+			v, err := o.value(Offset{LSN: uint64(0x100 + 2*i + j), Time: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Produce(ctx, tp, []kafkabatch.Message{{Key: o.key, Value: v}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, window := range []int64{1, 2, 3, 4, 1000} {
+		o := p.Offsets(topic, "relay", "order_db", -1)
+		o.window = window
+		pos, found, err := o.LoadCommitted(ctx)
+		if err != nil || !found || pos.LSN != 0x10 {
+			t.Errorf("window %d: LoadCommitted = %#x, found %v, err %v; want the committed 0x10", window, pos.LSN, found, err)
 		}
 	}
 }
