@@ -309,7 +309,7 @@ func (w *txnWorker) produce(tp kafkabatch.TopicPartition, b *txnBatch) error {
 func (b *txnBatch) messages() []kafkabatch.Message {
 	msgs := make([]kafkabatch.Message, len(b.recs))
 	for i, pe := range b.recs {
-		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli(), Headers: batchHeaders(pe.headers)}
+		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli(), Headers: pe.headers}
 	}
 	return msgs
 }
@@ -323,18 +323,6 @@ func (b *txnBatch) acked() int {
 	}
 	b.recs, b.bytes = b.recs[:0], 0
 	return n
-}
-
-// batchHeaders converts a record's headers for the batch encoder.
-func batchHeaders(hs []kafka.Header) []kafkabatch.Header {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]kafkabatch.Header, len(hs))
-	for i, h := range hs {
-		out[i] = kafkabatch.Header{Key: h.Key, Value: h.Value}
-	}
-	return out
 }
 
 // unwritten counts the records in batches not yet written.
