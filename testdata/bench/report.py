@@ -220,7 +220,7 @@ def load_summary(out):
     if not one:
         return "not sampled"
     return (f"1-minute load average sampled every 5 s: start {one[0]:.2f}, mean {statistics.mean(one):.2f}, "
-            f"max {max(one):.2f}, end {one[-1]:.2f} (the bed is shared: other sessions' tests ran at the same time)")
+            f"max {max(one):.2f}, end {one[-1]:.2f} (the relay under test, PostgreSQL, Kafka and the inserter share these 2 cores; anything else running adds to it)")
 
 
 def chart(path, workloads, res):
