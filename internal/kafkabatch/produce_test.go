@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -81,7 +82,24 @@ func TestPartitionAnswer(t *testing.T) {
 		t.Errorf("payments/0: %v, want NOT_LEADER_OR_FOLLOWER", err)
 	}
 	var missing protocol.Error
-	if err := PartitionAnswer(res, "payments", 3); err == nil || !errors.As(err, &missing) {
+	if err := PartitionAnswer(res, "payments", 3); err == nil || !errors.As(err, &missing) || !strings.Contains(err.Error(), "payments") || !strings.Contains(err.Error(), "3") {
 		t.Errorf("payments/3: %v, want the partition named missing", err)
+	}
+}
+
+// TestProduceAnswerDuplicateIsWritten: in a transaction, a batch answered
+// DUPLICATE_SEQUENCE_NUMBER is written (an earlier attempt whose answer
+// was lost wrote it), and any other refusal names the partition.
+func TestProduceAnswerDuplicateIsWritten(t *testing.T) {
+	res := &produceAPI.Response{Topics: []produceAPI.ResponseTopic{{Topic: "orders", Partitions: []produceAPI.ResponsePartition{
+		{Partition: 0, ErrorCode: int16(kafka.DuplicateSequenceNumber)},
+		{Partition: 1, ErrorCode: int16(kafka.OutOfOrderSequenceNumber)},
+	}}}}
+	if done, err := produceAnswer(res, TopicPartition{Topic: "orders", Partition: 0}); !done || err != nil {
+		t.Errorf("orders/0: done %v, err %v; want written", done, err)
+	}
+	done, err := produceAnswer(res, TopicPartition{Topic: "orders", Partition: 1})
+	if done || !errors.Is(err, kafka.OutOfOrderSequenceNumber) || !strings.Contains(err.Error(), "orders/1") {
+		t.Errorf("orders/1: done %v, err %v; want OUT_OF_ORDER_SEQUENCE_NUMBER naming orders/1", done, err)
 	}
 }
