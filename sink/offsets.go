@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -80,35 +79,14 @@ func (o *Offsets) Save(ctx context.Context, pos Offset, ack func(error)) error {
 	return o.p.Send(ctx, Record{Topic: o.topic, Partition: -1, Key: o.key, Value: v, Timestamp: pos.Time}, ack)
 }
 
-// Load reads the topic to its end and returns the last position recorded
-// for this connector; found is false when there is none (a first start).
-// A missing topic is created, so that Save never waits for it.
+// Load returns the last position recorded for this connector; found is
+// false when there is none (a first start). A missing topic is created,
+// so that Save never waits for it. It reads as LoadCommitted does (back
+// from the end, read_committed): the positions Save writes are not
+// transactional, so they count at once, and a topic shared with an
+// exactly-once connector never yields its aborted positions.
 func (o *Offsets) Load(ctx context.Context) (pos Offset, found bool, err error) {
-	pos, found, err = o.load(ctx)
-	if err != nil {
-		return Offset{}, false, o.fail(err)
-	}
-	return pos, found, nil
-}
-
-func (o *Offsets) load(ctx context.Context) (pos Offset, found bool, err error) {
-	parts, err := o.p.partitionCount(ctx, o.topic, false)
-	if errors.Is(err, kafka.UnknownTopicOrPartition) {
-		return Offset{}, false, o.create(ctx)
-	}
-	if err != nil {
-		return Offset{}, false, err
-	}
-	for part := 0; part < parts; part++ {
-		p, ok, err := o.loadPartition(ctx, part)
-		if err != nil {
-			return Offset{}, false, err
-		}
-		if ok && (!found || p.Time.After(pos.Time)) {
-			pos, found = p, true
-		}
-	}
-	return pos, found, nil
+	return o.LoadCommitted(ctx)
 }
 
 func (o *Offsets) create(ctx context.Context) error {
@@ -128,61 +106,6 @@ func (o *Offsets) create(ctx context.Context) error {
 	return nil
 }
 
-// loadPartition reads one partition from its first offset to its high
-// watermark and keeps the last value under the store's key.
-func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, found bool, err error) {
-	offsets, err := o.p.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-		o.topic: {kafka.FirstOffsetOf(part), kafka.LastOffsetOf(part)}}})
-	if err != nil {
-		return pos, false, fmt.Errorf("offsets of %s/%d: %w", o.topic, part, err)
-	}
-	po := offsets.Topics[o.topic][0]
-	if po.Error != nil {
-		return pos, false, fmt.Errorf("offsets of %s/%d: %w", o.topic, part, po.Error)
-	}
-	for next := po.FirstOffset; next < po.LastOffset; {
-		res, err := o.p.client.Fetch(ctx, &kafka.FetchRequest{Topic: o.topic, Partition: part, Offset: next, MaxBytes: offsetsFetchBytes, MaxWait: time.Second})
-		if err == nil {
-			err = res.Error
-		}
-		if err != nil {
-			return pos, false, fmt.Errorf("reading %s/%d at offset %d: %w", o.topic, part, next, err)
-		}
-		start := next
-		for {
-			r, err := res.Records.ReadRecord()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return pos, false, fmt.Errorf("reading %s/%d: %w", o.topic, part, err)
-			}
-			if r.Offset < next {
-				continue
-			}
-			next = r.Offset + 1
-			if r.Key == nil || string(readAll(r.Key)) != string(o.key) {
-				continue
-			}
-			if r.Value == nil { // a tombstone: the position was deleted
-				pos, found = Offset{}, false
-				continue
-			}
-			if pos, err = o.decode(r); err != nil {
-				return pos, false, err
-			}
-			found = true
-		}
-		if next == start { // nothing new: the rest was compacted away
-			if res.HighWatermark <= next {
-				break // nothing more to read now (a new leader's high watermark may lag)
-			}
-			next = res.HighWatermark
-		}
-	}
-	return pos, found, nil
-}
-
 // offsetsFetchBytes is the most a fetch of the offsets topic asks for.
 // Its batches are small (a position, or a transaction's marker: 80 to 250
 // bytes) and kafka-go decodes each batch of a fetch into a 64 KiB page of
@@ -190,17 +113,3 @@ func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, foun
 // transactional sink's positions held some 5,000 pages, over 200 MB of
 // heap (about 20 MiB of it resident) at once.
 const offsetsFetchBytes = 64 << 10
-
-// decode reads a recorded position.
-func (o *Offsets) decode(r *kafka.Record) (Offset, error) {
-	var v offsetValue
-	if err := json.Unmarshal(readAll(r.Value), &v); err != nil {
-		return Offset{}, fmt.Errorf("%w: the recorded position in %s at offset %d is not JSON {\"lsn\":…}: %w", ErrOffsetsUnusable, o.topic, r.Offset, err)
-	}
-	return Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec)}, nil
-}
-
-func readAll(b kafka.Bytes) []byte {
-	out, _ := io.ReadAll(b)
-	return out
-}
