@@ -186,9 +186,17 @@ func headerID(line string) (string, bool) {
 // PostgreSQL; a second one takes over and streams; the first, thawed
 // (SIGCONT), fails as fenced on its next Kafka request and stops;
 // nothing is duplicated or lost.
+//
+// Regression (CI on 0ac6b8e, 2026-12-02): with transaction.boundary=poll
+// the zombie could be frozen between two Kafka transactions with nothing
+// queued; thawed, it saw its lock connection gone first, became a standby
+// and made no Kafka request at all (safe, but nothing to fence), and the
+// test waited for an exit that never came. With interval boundaries of
+// 2 s a transaction is open at the freeze but for the few milliseconds of
+// a commit, and the thawed worker commits it when its interval ends.
 func testZombieFenced(t *testing.T, b *privateBed) {
 	f := b.newFixture(t, "zombie")
-	cfg := b.config(t, f, eosConfig)
+	cfg := b.config(t, f, eosConfig, map[string]string{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "2000"})
 	a := b.startRelay(t, cfg, logFile(t, "zombie"))
 	f.waitStreaming(t)
 	l := startFaultLoad(t, b, f, 1000)
