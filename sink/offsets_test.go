@@ -54,7 +54,7 @@ func TestOffsetsRoundTrip(t *testing.T) {
 	}
 }
 
-// Regression (bench-eos, 2026-12-02): LoadCommitted read the offsets topic
+// Regression (bench-eos, 2026-12-02): Load (then LoadCommitted) read the offsets topic
 // from its start, and a transactional sink writes a position per Kafka
 // transaction: after a few minutes of exactly-once at 1,000 events/s a
 // start spent 2.3 s and 54 MiB of RSS reading it. It now reads back from
@@ -62,7 +62,7 @@ func TestOffsetsRoundTrip(t *testing.T) {
 // the answers stay those of a read from the start: the last position
 // under the key, however far back; nothing after a tombstone; nothing for
 // a key never written.
-func TestLoadCommittedReadsBackFromTheEnd(t *testing.T) {
+func TestLoadReadsBackFromTheEnd(t *testing.T) {
 	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
 	p := newTestProducer(t, Config{Brokers: brokers})
 	topic := fmt.Sprintf("offsets-window-%d", time.Now().UnixNano())
@@ -73,8 +73,8 @@ func TestLoadCommittedReadsBackFromTheEnd(t *testing.T) {
 		o.window = 4
 		return o
 	}
-	if _, found, err := store("early").LoadCommitted(ctx); err != nil || found {
-		t.Fatalf("first LoadCommitted: found %v, err %v; want nothing", found, err)
+	if _, found, err := store("early").Load(ctx); err != nil || found {
+		t.Fatalf("first Load: found %v, err %v; want nothing", found, err)
 	}
 	a := newAcks()
 	save := func(connector string, lsn uint64) {
@@ -98,26 +98,26 @@ func TestLoadCommittedReadsBackFromTheEnd(t *testing.T) {
 		found     bool
 		lsn       uint64
 	}{{"early", true, 0x10}, {"busy", true, 0x100 + 59}, {"gone", false, 0}, {"never", false, 0}} {
-		pos, found, err := store(tc.connector).LoadCommitted(ctx)
+		pos, found, err := store(tc.connector).Load(ctx)
 		if err != nil || found != tc.found || pos.LSN != tc.lsn {
-			t.Errorf("LoadCommitted(%s) = %#x, found %v, err %v; want %#x, found %v", tc.connector, pos.LSN, found, err, tc.lsn, tc.found)
+			t.Errorf("Load(%s) = %#x, found %v, err %v; want %#x, found %v", tc.connector, pos.LSN, found, err, tc.lsn, tc.found)
 		}
 	}
 }
 
-// TestLoadCommittedSkipsAbortedPositions: positions written in aborted
+// TestLoadSkipsAbortedPositions: positions written in aborted
 // Kafka transactions never count, also when a window of the read back
 // from the end starts inside one (between its two batches, or at its
 // marker): the last committed position is found behind them (review of
 // the read back from the end, N3.1).
-func TestLoadCommittedSkipsAbortedPositions(t *testing.T) {
+func TestLoadSkipsAbortedPositions(t *testing.T) {
 	p := txnBedProducer(t)
 	topic := fmt.Sprintf("offsets-aborted-%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	o := p.Offsets(topic, "relay", "order_db", -1)
-	if _, found, err := o.LoadCommitted(ctx); err != nil || found {
-		t.Fatalf("first LoadCommitted: found %v, err %v; want nothing", found, err)
+	if _, found, err := o.Load(ctx); err != nil || found {
+		t.Fatalf("first Load: found %v, err %v; want nothing", found, err)
 	}
 	a := newAcks()
 	if err := o.Save(ctx, Offset{LSN: 0x10, Time: time.UnixMicro(0x10)}, a.cb("committed")); err != nil {
@@ -152,9 +152,9 @@ func TestLoadCommittedSkipsAbortedPositions(t *testing.T) {
 	for _, window := range []int64{1, 2, 3, 4, 1000} {
 		o := p.Offsets(topic, "relay", "order_db", -1)
 		o.window = window
-		pos, found, err := o.LoadCommitted(ctx)
+		pos, found, err := o.Load(ctx)
 		if err != nil || !found || pos.LSN != 0x10 {
-			t.Errorf("window %d: LoadCommitted = %#x, found %v, err %v; want the committed 0x10", window, pos.LSN, found, err)
+			t.Errorf("window %d: Load = %#x, found %v, err %v; want the committed 0x10", window, pos.LSN, found, err)
 		}
 	}
 }

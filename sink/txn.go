@@ -68,7 +68,7 @@ type TxnSink struct {
 	log     *slog.Logger
 	txn     txnProducer
 	offsets *Offsets
-	// load reads the last committed position back (offsets.LoadCommitted).
+	// load reads the last committed position back (Offsets.Load).
 	load func(context.Context) (Offset, bool, error)
 
 	ctx    context.Context
@@ -151,7 +151,7 @@ func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) 
 	s := &TxnSink{p: p, cfg: cfg, log: log.With("component", "txn-sink", "transactional_id", cfg.TransactionalID), txn: txn,
 		offsets: p.Offsets(cfg.OffsetsTopic, cfg.Connector, cfg.Server, cfg.OffsetsReplication),
 		ctx:     ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
-	s.load = s.offsets.LoadCommitted
+	s.load = s.offsets.Load
 	s.w = txnWorker{s: s, parts: map[string]topicParts{}, markers: -1}
 	go s.work()
 	return s, nil

@@ -123,8 +123,8 @@ func TestTxnSinkOnBed(t *testing.T) {
 	if got := waitCommitted(t, p, topic, "a,b,e"); got != "a,b,e" {
 		t.Fatalf("read_committed sees %v; want a,b,e (c and d never committed)", got)
 	}
-	if pos, _, err := p.Offsets(offsets, id, "srv", -1).LoadCommitted(ctx); err != nil || pos.LSN != 0x300 {
-		t.Fatalf("LoadCommitted: %+v, %v; want 0x300", pos, err)
+	if pos, _, err := p.Offsets(offsets, id, "srv", -1).Load(ctx); err != nil || pos.LSN != 0x300 {
+		t.Fatalf("Load: %+v, %v; want 0x300", pos, err)
 	}
 }
 

@@ -234,8 +234,8 @@ func TestTxnSinkTimeoutOnBed(t *testing.T) {
 	if got := waitCommitted(t, p, topic, "a,big-0,big-1"); got != "a,big-0,big-1" {
 		t.Fatalf("read_committed sees %v; want a,big-0,big-1: each once, the timed-out transaction's records not at all", got)
 	}
-	if pos, _, err := p.Offsets(offsets, id, "srv", -1).LoadCommitted(ctx); err != nil || pos.LSN != 0x200 {
-		t.Fatalf("LoadCommitted: %+v, %v; want 0x200", pos, err)
+	if pos, _, err := p.Offsets(offsets, id, "srv", -1).Load(ctx); err != nil || pos.LSN != 0x200 {
+		t.Fatalf("Load: %+v, %v; want 0x200", pos, err)
 	}
 }
 

@@ -554,7 +554,7 @@ func (w *txnWorker) lastFenced(ctx context.Context) error {
 
 // positionPartition is the offsets topic's partition of the position
 // record. It never creates the topic (that would give it the data topics'
-// settings, not compacted): Start's LoadCommitted does, and a topic gone
+// settings, not compacted): Start's Load does, and a topic gone
 // while running fails the transaction, so the next session creates it.
 func (w *txnWorker) positionPartition() (kafkabatch.TopicPartition, error) {
 	o := w.s.offsets
