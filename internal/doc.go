@@ -3,5 +3,6 @@
 // commands (internal/config, internal/textlist, internal/msgprefix: the
 // message prefix lists the relay and outbox.Emitter share), and reading
 // topics back for the verifier, the conformance runner and the tests
-// (internal/kafkaread).
+// (internal/kafkaread); socket reads and writes that leave the runtime's
+// monitor thread asleep (internal/rawconn).
 package internal

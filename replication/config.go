@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/internal/msgprefix"
+	"github.com/outboxrelay/outboxrelay/internal/rawconn"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
@@ -336,6 +338,7 @@ func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
 	if c.Password != "" { // else PGPASSWORD or ~/.pgpass, as libpq
 		cc.Password = c.Password
 	}
+	rawDial(&cc.Config)
 	return cc, nil
 }
 
@@ -348,7 +351,22 @@ func (c *Config) ReplicationConfig() (*pgconn.Config, error) {
 	if c.Password != "" {
 		cc.Password = c.Password
 	}
+	rawDial(cc)
 	return cc, nil
+}
+
+// rawDial makes the connections of cc read and write the socket through
+// raw system calls (internal/rawconn): at a steady rate the replication
+// connection's reads woke the runtime's monitor thread about once an event.
+func rawDial(cc *pgconn.Config) {
+	dial := cc.DialFunc
+	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return rawconn.Wrap(c), nil
+	}
 }
 
 // Connect opens an ordinary connection as the relay's role.

@@ -22,6 +22,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/internal/rawconn"
 )
 
 // produceRaw is the at-least-once producer's one way onto the wire: it
@@ -263,6 +264,7 @@ func (p *Producer) dialBroker(ctx context.Context, addr string) (*protocol.Conn,
 	if err != nil {
 		return nil, fmt.Errorf("connecting to broker %s: %w", addr, err)
 	}
+	nc = rawconn.Wrap(nc) // reads and writes without waking the runtime's monitor (internal/rawconn)
 	ready := false
 	defer func() {
 		if !ready {

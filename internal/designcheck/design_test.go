@@ -133,13 +133,14 @@ func TestNamedTestsExist(t *testing.T) {
 func TestImportBoundaries(t *testing.T) {
 	const mod = "github.com/outboxrelay/outboxrelay/"
 	rules := map[string][]string{
-		"capture":     {mod},
-		"router":      {mod},
-		"replication": {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
-		"sink":        {"github.com/jackc/pgx", "github.com/jackc/pglogrepl", mod + "replication"},
-		"outbox":      {mod + "relay", mod + "replication", mod + "sink"},
-		"consumer":    {mod + "relay", mod + "replication"},
-		"poll":        {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
+		"capture":          {mod},
+		"router":           {mod},
+		"replication":      {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
+		"sink":             {"github.com/jackc/pgx", "github.com/jackc/pglogrepl", mod + "replication"},
+		"outbox":           {mod + "relay", mod + "replication", mod + "sink"},
+		"consumer":         {mod + "relay", mod + "replication"},
+		"poll":             {mod + "router", mod + "sink", mod + "relay", "github.com/segmentio/kafka-go"},
+		"internal/rawconn": {mod},
 	}
 	for pkg, banned := range rules {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -150,7 +151,7 @@ func TestImportBoundaries(t *testing.T) {
 			if dep == mod+pkg || ((pkg == "replication" || pkg == "poll") && strings.HasPrefix(dep, mod) && !strings.HasPrefix(dep, mod+"router") && !strings.HasPrefix(dep, mod+"sink") && !strings.HasPrefix(dep, mod+"relay")) {
 				continue
 			}
-			if pkg == "capture" || pkg == "router" {
+			if pkg == "capture" || pkg == "router" || pkg == "internal/rawconn" {
 				if strings.HasPrefix(dep, mod) {
 					t.Errorf("%s depends on %s", pkg, dep)
 				}
