@@ -43,12 +43,6 @@ type stream struct {
 	ev      capture.Event
 	row     capture.Row
 	inTx    bool // a Begin was yielded and its Commit not yet
-	// coalesced: this transaction's one pause before a receive was taken
-	// (or skipped).
-	coalesced bool
-	// waited: the last receive took coalesceWaited or more, so the
-	// stream had caught up with the server and waited for it.
-	waited bool
 
 	streaming     bool // START_REPLICATION sent: status updates may flow
 	replyDue      bool // the server asked for a reply
@@ -129,14 +123,14 @@ func (s *stream) Next(ctx context.Context) (*capture.Event, error) {
 		if err := s.lockLost(); err != nil {
 			return nil, err
 		}
-		if err := s.maybeStatus(ctx, s.replyDue); err != nil {
+		now := time.Now() // one clock reading per turn
+		if err := s.maybeStatus(ctx, now, s.replyDue); err != nil {
 			return nil, err
 		}
-		if s.heartbeatDue() {
+		if s.heartbeatDue(now) {
 			return s.heartbeat(ctx)
 		}
-		s.coalesce(ctx)
-		raw, err := s.receive(ctx)
+		raw, err := s.receive(ctx, now)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -167,18 +161,15 @@ func (s *stream) Next(ctx context.Context) (*capture.Event, error) {
 // receive waits for one message until the next status update is due;
 // while records are in flight, at most ConfirmEvery, so that the slot
 // follows Kafka's acknowledgements closely.
-func (s *stream) receive(ctx context.Context) (pgproto3.BackendMessage, error) {
-	start := time.Now()
-	s.window(ctx, s.due(start))
+func (s *stream) receive(ctx context.Context, now time.Time) (pgproto3.BackendMessage, error) {
+	s.window(ctx, now, s.due(now))
 	if s.lockErr.Load() != nil {
 		interrupt(s.recv.conn)
 	}
 	// context.Background: pgconn then watches no context per message (an
 	// AfterFunc registered and removed per message); the window's read
 	// deadline and its one AfterFunc on ctx do that job.
-	msg, err := s.repl.ReceiveMessage(context.Background())
-	s.waited = time.Since(start) >= coalesceWaited
-	return msg, err
+	return s.repl.ReceiveMessage(context.Background())
 }
 
 // due is when the next receive must return by: the next status update or
@@ -192,38 +183,6 @@ func (s *stream) due(now time.Time) time.Time {
 		deadline = minTime(deadline, now.Add(s.src.opt.ConfirmEvery))
 	}
 	return deadline
-}
-
-// coalesce pauses the session, once per transaction, before a receive
-// that would find nothing buffered inside a transaction. The walsender
-// sends and flushes Begin, each change and Commit one at a time: read as
-// they come, a one-row transaction parked and woke the session about three
-// times and read the socket 2.6 times, half of them finding nothing (at a
-// steady 1,000 events/s, the reads and the scheduler around them were
-// three quarters of the relay's CPU). After the pause, one read takes the
-// rest of the transaction, and often the next ones.
-func (s *stream) coalesce(ctx context.Context) {
-	if ctx.Err() != nil {
-		return
-	}
-	now := time.Now()
-	d := coalesceWait(s.inTx && s.waited, s.coalesced, s.repl.Frontend().ReadBufferLen(), s.due(now).Sub(now))
-	if s.inTx {
-		s.coalesced = true
-	}
-	pause(d)
-}
-
-// coalesceWait is how long to pause before a receive: coalescePause inside
-// a transaction that has not paused yet, when nothing is buffered (a
-// backlog nearly always has something buffered) and the next
-// status update or heartbeat is not due sooner. The pause adds at most
-// coalescePause to a transaction's latency.
-func coalesceWait(inTx, coalesced bool, buffered int, untilDue time.Duration) time.Duration {
-	if !inTx || coalesced || buffered > 0 || untilDue <= coalescePause {
-		return 0
-	}
-	return coalescePause
 }
 
 // recvWindow is the read deadline receives wait under. It is kept across
@@ -246,9 +205,9 @@ type recvWindow struct {
 func interrupt(conn net.Conn) { _ = conn.SetReadDeadline(time.Unix(1, 0)) }
 
 // window makes sure the receive window ends no later than deadline.
-func (s *stream) window(ctx context.Context, deadline time.Time) {
+func (s *stream) window(ctx context.Context, now, deadline time.Time) {
 	w := &s.recv
-	if w.conn != nil && w.parent == ctx && !w.deadline.After(deadline) && time.Now().Before(w.deadline) {
+	if w.conn != nil && w.parent == ctx && !w.deadline.After(deadline) && now.Before(w.deadline) {
 		return
 	}
 	s.endRecv()
@@ -312,7 +271,7 @@ func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, err
 		if s.src.opt.Observer != nil {
 			s.src.opt.Observer.Received(s.p.Confirmed(), ka.ServerWALEnd)
 		}
-		return nil, s.maybeStatus(ctx, s.replyDue)
+		return nil, s.maybeStatus(ctx, time.Now(), s.replyDue)
 	case pglogrepl.XLogDataByteID:
 		xld, err := pglogrepl.ParseXLogData(data[1:])
 		if err != nil {
@@ -341,7 +300,7 @@ func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*
 		if s.inTx {
 			return nil, fmt.Errorf("decoding pgoutput at %s: Begin of %s inside transaction %s", at, m.Begin.FinalLSN, s.txLSN)
 		}
-		s.inTx, s.txLSN, s.coalesced = true, m.Begin.FinalLSN, false
+		s.inTx, s.txLSN = true, m.Begin.FinalLSN
 		s.row.Position = 0
 		s.ev = capture.Event{Kind: capture.KindBegin, LSN: m.Begin.FinalLSN, CommitTime: m.Begin.CommitTime}
 		return &s.ev, nil
@@ -483,19 +442,18 @@ func (s *stream) KeepAlive(ctx context.Context) error {
 	if err := s.lockLost(); err != nil {
 		return err
 	}
-	return s.maybeStatus(ctx, true)
+	return s.maybeStatus(ctx, time.Now(), true)
 }
 
 // maybeStatus sends a standby status update when the server asked, when
 // the status interval passed, or when the confirmed LSN moved (at most every
 // ConfirmEvery). write = flush = apply = confirmed: PostgreSQL keeps WAL
 // from the slot's confirmed_flush_lsn, so claiming more would lose events.
-func (s *stream) maybeStatus(ctx context.Context, force bool) error {
+func (s *stream) maybeStatus(ctx context.Context, now time.Time, force bool) error {
 	if !s.streaming {
 		return nil
 	}
 	confirmed := s.p.Confirmed()
-	now := time.Now()
 	due := now.Sub(s.lastStatus) >= s.cfg.StatusInterval
 	moved := confirmed != s.lastConfirmed && now.Sub(s.lastStatus) >= s.src.opt.ConfirmEvery
 	if !force && !due && !moved {
@@ -522,8 +480,8 @@ func (s *stream) maybeStatus(ctx context.Context, force bool) error {
 	return nil
 }
 
-func (s *stream) heartbeatDue() bool {
-	return s.cfg.HeartbeatInterval > 0 && time.Since(s.lastHeartbeat) >= s.cfg.HeartbeatInterval
+func (s *stream) heartbeatDue(now time.Time) bool {
+	return s.cfg.HeartbeatInterval > 0 && now.Sub(s.lastHeartbeat) >= s.cfg.HeartbeatInterval
 }
 
 // heartbeat does the PostgreSQL half of what Debezium does every
@@ -555,7 +513,7 @@ func (s *stream) Close(ctx context.Context, end capture.Ending) error {
 	}
 	var err error
 	if s.p != nil {
-		err = s.maybeStatus(ctx, true)
+		err = s.maybeStatus(ctx, time.Now(), true)
 	}
 	if s.streaming {
 		// Closing the socket now could kill the walsender in the middle of
