@@ -171,7 +171,7 @@ func (b *bench) recvlogical(ctx context.Context, s *Summary, endpos pglogrepl.LS
 		return err
 	}
 	b.log.Info("pg_recvlogical draining", "slot", b.o.recvSlot, "endpos", endpos)
-	d, cpu, err := runRecvlogical(ctx, bin, b.o.pgURL, b.o.recvSlot, b.o.publication, endpos)
+	d, cpu, err := runRecvlogical(ctx, bin, withSSLMode(b.o.pgURL, b.o.recvSSLMode), b.o.recvSlot, b.o.publication, endpos)
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (b *bench) recvlogicalBeside(ctx context.Context, s *Summary) (stop func(),
 	if err != nil {
 		return nil, err
 	}
-	r, err := startRecvlogical(ctx, bin, b.o.pgURL, b.o.recvSlot, b.o.publication)
+	r, err := startRecvlogical(ctx, bin, withSSLMode(b.o.pgURL, b.o.recvSSLMode), b.o.recvSlot, b.o.publication)
 	if err != nil {
 		return nil, err
 	}

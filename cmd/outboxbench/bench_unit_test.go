@@ -324,3 +324,21 @@ func TestTimelinePerSecond(t *testing.T) {
 		t.Fatalf("Latency must not reorder the samples the timeline reads")
 	}
 }
+
+// pg_recvlogical read the stream in plain text (the bed's DSN says
+// sslmode=disable) while both relays read it over TLS (the connector's
+// default sslmode, prefer): its CPU per event, the floor, left TLS out.
+func TestRecvlogicalSSLModeAsTheRelays(t *testing.T) {
+	cases := []struct{ dsn, mode, want string }{
+		{"postgres://u:p@127.0.0.1:5432/db?sslmode=disable", "prefer", "postgres://u:p@127.0.0.1:5432/db?sslmode=prefer"},
+		{"postgresql://u@h/db", "require", "postgresql://u@h/db?sslmode=require"},
+		{"postgres://u@h/db?application_name=x&sslmode=disable", "prefer", "postgres://u@h/db?application_name=x&sslmode=prefer"},
+		{"host=h dbname=db sslmode=disable", "prefer", "host=h dbname=db sslmode=disable sslmode=prefer"},
+		{"postgres://u@h/db?sslmode=disable", "", "postgres://u@h/db?sslmode=disable"},
+	}
+	for _, c := range cases {
+		if got := withSSLMode(c.dsn, c.mode); got != c.want {
+			t.Errorf("withSSLMode(%q, %q) = %q, want %q", c.dsn, c.mode, got, c.want)
+		}
+	}
+}

@@ -45,6 +45,7 @@ type options struct {
 
 	recvSlot     string // backlog: --recvlogical-slot; recvlogical: --slot
 	recvBin      string
+	recvSSLMode  string // pg_recvlogical's sslmode, as the relays connect
 	keepRecvSlot bool
 
 	rate     float64
@@ -109,6 +110,7 @@ func (o *options) register(fl *flag.FlagSet) {
 	}
 	fl.StringVar(&o.recvSlot, "recvlogical-slot", "", "also run pg_recvlogical beside the relay through the run, streaming from this fresh slot (made before the insert, dropped after), for its CPU per event")
 	fl.StringVar(&o.recvBin, "pg-recvlogical", "", "pg_recvlogical binary (default: PATH, then /usr/lib/postgresql/*/bin)")
+	fl.StringVar(&o.recvSSLMode, "recvlogical-sslmode", "prefer", "pg_recvlogical's sslmode, set in --pg-url for it: prefer, the default of the connector's database.sslmode, so that it reads the stream over the transport the relays use (TLS when the server offers it); empty keeps --pg-url's")
 	fl.Float64Var(&o.rate, "rate", 1000, "events per second")
 	fl.DurationVar(&o.duration, "duration", 60*time.Second, "how long to insert")
 	fl.DurationVar(&o.warmup, "warmup", 2*time.Second, "events of the first warmup are checked but left out of the latency")
@@ -121,6 +123,7 @@ func (o *options) registerBacklog(fl *flag.FlagSet, slotFlag, slotUsage, keepFla
 	fl.IntVar(&o.txPerTrip, "tx-per-trip", 0, "transactions per round trip (default: enough for ~100 rows)")
 	fl.StringVar(&o.recvSlot, slotFlag, "", slotUsage)
 	fl.StringVar(&o.recvBin, "pg-recvlogical", "", "pg_recvlogical binary (default: PATH, then /usr/lib/postgresql/*/bin)")
+	fl.StringVar(&o.recvSSLMode, "recvlogical-sslmode", "prefer", "pg_recvlogical's sslmode, set in --pg-url for it: prefer, the default of the connector's database.sslmode, so that it reads the stream over the transport the relays use (TLS when the server offers it); empty keeps --pg-url's")
 	fl.BoolVar(&o.keepRecvSlot, keepFlag, false, "do not drop the pg_recvlogical slot at the end")
 }
 

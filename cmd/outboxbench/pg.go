@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,6 +190,21 @@ type Recvlogical struct {
 	EndLSN               string  `json:"endpos,omitempty"`
 	CPUSeconds           float64 `json:"cpu_seconds"`
 	CPUSecondsPerMillion float64 `json:"cpu_seconds_per_million,omitempty"`
+}
+
+// withSSLMode is dsn (a URL or key=value DSN) with sslmode set to mode;
+// dsn itself when mode is empty.
+func withSSLMode(dsn, mode string) string {
+	if mode == "" {
+		return dsn
+	}
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set("sslmode", mode)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " sslmode=" + mode // the last of a key given twice wins
 }
 
 func recvlogicalCmd(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) *exec.Cmd {

@@ -406,7 +406,11 @@ checks every event (run id, sequence number, per-aggregate order; 100 aggregate 
   process (`-f /dev/null`), draining the backlog from its own slot before outboxrelay starts, or streaming
   from its own slot beside outboxrelay for the whole steady run (its walsender decodes the WAL a second
   time then, on the same 2 cores, which makes outboxrelay's steady runs harder, not easier, than
-  Debezium's, which ran alone). The floor for anything that reads the same stream.
+  Debezium's, which ran alone). The floor for anything that reads the same stream, read as the relays read
+  it: pg_recvlogical connects with `sslmode=prefer` (outboxbench `--recvlogical-sslmode`), the default of
+  the connector's `database.sslmode` both relays use, so all three read over TLS on this bed (its
+  PostgreSQL has `ssl=on`). Runs before 2026-12-02 gave pg_recvlogical the bed's plain-text DSN: over TLS
+  its CPU per event draining 100 rows/tx is about 1.8 times that.
 - **Insert rate reached** (steady runs): events ÷ the time the paced inserter took; below the offered rate
   when the machine could not keep up while that relay ran.
 - **Start to first event**: relay process start to the first event read from Kafka.
