@@ -14,6 +14,13 @@
 // Wrap's connection makes the same non-blocking reads and writes with
 // syscall.RawSyscall, inside the connection's syscall.RawConn, so the
 // netpoller still waits when the socket has nothing (or no room) and read
-// and write deadlines still hold. Only connections of the net package are
-// wrapped: a descriptor that might block must not be read this way.
+// and write deadlines still hold. Only connections of the net package on a
+// stream socket whose descriptor is non-blocking are wrapped (checked once,
+// in Wrap): a descriptor that might block must not be read this way.
+//
+// The race detector does not see raw system calls: it neither checks the
+// buffers the kernel fills or reads nor links a write on one end to the read
+// on the other, as it does for net.Conn. The relay's tests run under -race
+// with the wrapped connections all the same, so that they test the code the
+// relay runs.
 package rawconn

@@ -1,6 +1,7 @@
 package rawconn
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,7 +17,8 @@ type conn struct {
 }
 
 // Wrap returns c reading and writing through raw system calls when c is a
-// *net.TCPConn or *net.UnixConn, and c itself otherwise.
+// *net.TCPConn or *net.UnixConn on a non-blocking stream socket, and c
+// itself otherwise.
 func Wrap(c net.Conn) net.Conn {
 	var sc syscall.Conn
 	switch t := c.(type) {
@@ -28,10 +30,28 @@ func Wrap(c net.Conn) net.Conn {
 		return c
 	}
 	raw, err := sc.SyscallConn()
-	if err != nil {
+	if err != nil || !nonBlockingStream(raw) {
 		return c
 	}
 	return &conn{Conn: c, raw: raw}
+}
+
+// nonBlockingStream reports whether raw's descriptor is a stream socket in
+// non-blocking mode. The net package makes its sockets non-blocking, but
+// File().Fd() on one clears O_NONBLOCK for its duplicate and the original
+// alike; a raw read on a blocking descriptor would block holding its P,
+// deaf to deadlines, with a collection waiting on it.
+func nonBlockingStream(raw syscall.RawConn) bool {
+	ok := false
+	err := raw.Control(func(fd uintptr) {
+		flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		if e != 0 || flags&syscall.O_NONBLOCK == 0 {
+			return
+		}
+		typ, err := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TYPE)
+		ok = err == nil && typ == syscall.SOCK_STREAM
+	})
+	return err == nil && ok
 }
 
 // Read reads what the socket has, up to len(p), waiting in the netpoller
@@ -72,14 +92,21 @@ func (c *conn) Read(p []byte) (int, error) {
 func (c *conn) Write(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
+	var short error
 	err := c.raw.Write(func(fd uintptr) bool {
 		for n < len(p) {
 			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
+			switch {
+			case e == 0 && r == 0: // as internal/poll: no progress, no error
+				short = io.ErrUnexpectedEOF
+				return true
+			case e == 0 && int(r) > len(p)-n: // as internal/poll (Go issue 61060)
+				short = fmt.Errorf("rawconn: invalid return from write: got %d from a write of %d", r, len(p)-n)
+				return true
+			case e == 0:
 				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
+			case e == syscall.EINTR:
+			case e == syscall.EAGAIN:
 				return false
 			default:
 				errno = e
@@ -90,6 +117,9 @@ func (c *conn) Write(p []byte) (int, error) {
 	})
 	if err != nil {
 		return n, c.opError("write", err)
+	}
+	if short != nil {
+		return n, short
 	}
 	if errno != 0 {
 		return n, c.opError("write", os.NewSyscallError("write", errno))
@@ -105,5 +135,9 @@ func (c *conn) opError(op string, err error) error {
 		e.Op = op
 		return &e
 	}
-	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	e := &net.OpError{Op: op, Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	if e.Addr != nil {
+		e.Net = e.Addr.Network()
+	}
+	return e
 }

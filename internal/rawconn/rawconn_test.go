@@ -167,3 +167,33 @@ func TestWriteToResetPeer(t *testing.T) {
 		t.Errorf("Write to a reset peer = %v, want the errno as an *os.SyscallError", err)
 	}
 }
+
+// A socket made blocking (File().Fd() clears O_NONBLOCK on the socket it
+// duplicates) must not be wrapped: a raw read would block holding its P.
+func TestBlockingSocketNotWrapped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if s, err := ln.Accept(); err == nil {
+			defer s.Close()
+			time.Sleep(time.Second)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f, err := c.(*net.TCPConn).File() // the duplicate shares the blocking flag
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Fd() // makes the descriptor blocking
+	defer f.Close()
+	if w := Wrap(c); w != c {
+		t.Errorf("Wrap(a blocking socket) = %T, want the conn itself", w)
+	}
+}
