@@ -333,6 +333,7 @@ func TestRecvlogicalSSLModeAsTheRelays(t *testing.T) {
 		{"postgres://u:p@127.0.0.1:5432/db?sslmode=disable", "prefer", "postgres://u:p@127.0.0.1:5432/db?sslmode=prefer"},
 		{"postgresql://u@h/db", "require", "postgresql://u@h/db?sslmode=require"},
 		{"postgres://u@h/db?application_name=x&sslmode=disable", "prefer", "postgres://u@h/db?application_name=x&sslmode=prefer"},
+		{"postgres://u@h1:5432,h2:5432/db?options=-c%20x%3Dy", "prefer", "postgres://u@h1:5432,h2:5432/db?options=-c%20x%3Dy&sslmode=prefer"},
 		{"host=h dbname=db sslmode=disable", "prefer", "host=h dbname=db sslmode=disable sslmode=prefer"},
 		{"postgres://u@h/db?sslmode=disable", "", "postgres://u@h/db?sslmode=disable"},
 	}

@@ -193,18 +193,23 @@ type Recvlogical struct {
 }
 
 // withSSLMode is dsn (a URL or key=value DSN) with sslmode set to mode;
-// dsn itself when mode is empty.
+// dsn itself when mode is empty. The URL's query is edited as text, so
+// its other parameters reach libpq as written.
 func withSSLMode(dsn, mode string) string {
 	if mode == "" {
 		return dsn
 	}
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		q := u.Query()
-		q.Set("sslmode", mode)
-		u.RawQuery = q.Encode()
-		return u.String()
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return dsn + " sslmode=" + mode // the last of a key given twice wins
 	}
-	return dsn + " sslmode=" + mode // the last of a key given twice wins
+	base, query, _ := strings.Cut(dsn, "?")
+	params := []string{}
+	for _, kv := range strings.Split(query, "&") {
+		if kv != "" && !strings.HasPrefix(kv, "sslmode=") {
+			params = append(params, kv)
+		}
+	}
+	return base + "?" + strings.Join(append(params, "sslmode="+url.QueryEscape(mode)), "&")
 }
 
 func recvlogicalCmd(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) *exec.Cmd {
