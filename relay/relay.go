@@ -201,9 +201,14 @@ type session struct {
 // of one it first reads on to that transaction's Commit, for at most
 // drainLimit, so that the records already sent for it are confirmed and a
 // restart does not send them again; past the limit the transaction is
-// abandoned and sent again, whole, after the restart. The snapshot is not
-// drained: a restart reads it again anyway.
+// abandoned and sent again, whole, after the restart. Inside a transaction
+// the waits of handle (in-flight budget, the sink) run under that limit
+// too, not under the stop: a stop that ended a wait for budget abandoned
+// the transaction at once. The snapshot is not drained: a restart reads it
+// again anyway.
 func (s *session) loop(stop context.Context) error {
+	drain, cancelDrain := drainContext(stop, drainLimit)
+	defer cancelDrain()
 	ctx := stop
 	for {
 		if err := s.ck.Err(); err != nil {
@@ -225,9 +230,7 @@ func (s *session) loop(stop context.Context) error {
 			}
 			if ctx == stop {
 				s.log.Info("stopping: reading to the end of the current transaction first", "lsn", s.tx.FinalLSN().String(), "limit", drainLimit.String())
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(context.Background(), drainLimit)
-				defer cancel()
+				ctx = drain
 			}
 			if ctx.Err() != nil {
 				s.log.Warn("stopping: the current transaction did not end in time; it will be sent again, whole, after a restart", "lsn", s.tx.FinalLSN().String())
@@ -241,10 +244,32 @@ func (s *session) loop(stop context.Context) error {
 			}
 			return err
 		}
-		if err := s.handle(ctx, ev); err != nil {
+		hctx := ctx
+		if s.tx != nil && !s.inSnap {
+			hctx = drain
+		}
+		if err := s.handle(hctx, ev); err != nil {
+			if stop.Err() != nil && drain.Err() != nil && s.tx != nil && !s.inSnap {
+				continue // the drain limit passed: the top of the loop abandons the transaction
+			}
 			return err
 		}
 	}
+}
+
+// drainContext is done limit after stop is, or when cancelled.
+func drainContext(stop context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
+	unhook := context.AfterFunc(stop, func() {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		cancel()
+	})
+	return ctx, func() { unhook(); cancel() }
 }
 
 // handle acts on one event of the stream.

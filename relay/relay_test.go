@@ -297,6 +297,38 @@ func TestStopDrainsOpenTransaction(t *testing.T) {
 	}
 }
 
+// Regression (TestSIGTERMMidTransaction failed in CI): a stop that came
+// while the session waited for in-flight budget in the middle of a
+// transaction ended the wait with the stop's error, and the session
+// abandoned the transaction at once instead of reading it to its Commit:
+// its records already in Kafka were sent again after the restart.
+func TestStopDrainsTransactionWaitingForBudget(t *testing.T) {
+	evs := tx(100, 140, outboxRow("e1", "order"), outboxRow("e2", "order"))
+	st := newFakeStream(50, evs...)
+	sink := &holdSink{hold: true}
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, sink)
+	opt.MaxInFlightRecords = 1 // e2 waits for e1's ack
+	stop := runAsync(t, opt)
+	waitUntil(t, "the first row sent", func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return len(sink.sent) == 1 })
+	go func() { // Kafka acknowledges after the stop
+		time.Sleep(50 * time.Millisecond)
+		sink.mu.Lock()
+		sink.hold = false
+		acks := sink.acks
+		sink.acks = nil
+		sink.mu.Unlock()
+		for _, ack := range acks {
+			ack(nil)
+		}
+	}()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st.final != 140 || !st.clean {
+		t.Fatalf("closed at %s (clean %v), sent %v; want the drained transaction's end 0/8C, clean", st.final, st.clean, sink.sent)
+	}
+}
+
 // TestPoisonRow: a row the router rejects (a NULL route value) stops the
 // relay with the router's error, having confirmed the transaction before
 // it; under a poison policy it is handed over and the relay goes on.
