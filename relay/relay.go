@@ -249,8 +249,8 @@ func (s *session) loop(stop context.Context) error {
 			hctx = drain
 		}
 		if err := s.handle(hctx, ev); err != nil {
-			if stop.Err() != nil && drain.Err() != nil && s.tx != nil && !s.inSnap {
-				continue // the drain limit passed: the top of the loop abandons the transaction
+			if stop.Err() != nil && hctx.Err() != nil {
+				continue // as for Next: the top of the loop decides
 			}
 			return err
 		}
