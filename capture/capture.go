@@ -104,6 +104,9 @@ type Event struct {
 	CommitTime time.Time     // KindBegin; KindHeartbeat: when it ran
 	// Snapshot marks KindBegin of the initial snapshot's pseudo-transaction.
 	Snapshot bool
+	// Xid is the transaction's id (KindBegin of a streamed transaction;
+	// 0 for the snapshot and for a non-transactional message).
+	Xid uint32
 	Row      *Row // KindRow
 }
 
@@ -178,10 +181,29 @@ type Known struct {
 	// RecordedIn and Forget say, for messages, where Recorded was read
 	// and how to delete it.
 	RecordedIn, Forget string
-	// Skips: transactions below Recorded are skipped, not sent again, when
-	// the stream is on the server and timeline that recorded it
-	// (exactly-once: Recorded is what Kafka committed).
-	Skips bool
+	// Within, when set, is a point inside the transaction after Recorded
+	// up to which that transaction was delivered too (Debezium records the
+	// last event it processed, which may be in the middle of one).
+	Within Within
+	// RecordedOrigin is the server and timeline Recorded is on ("":
+	// unknown, as in Debezium's records); RecordedBy names who wrote it
+	// ("outboxrelay" or "Debezium").
+	RecordedOrigin, RecordedBy string
+}
+
+// Within is a point inside a transaction: its rows before LSN, and the
+// first Count rows at LSN (rows of one multi-row WAL record share it),
+// were delivered.
+type Within struct {
+	Xid   uint32 // the transaction's id; Count 0: no point
+	LSN   pglogrepl.LSN
+	Count int64
+}
+
+// Delivered reports whether the row at lsn, the n-th of the transaction
+// at that LSN (from 1), is at or before the point.
+func (w Within) Delivered(lsn pglogrepl.LSN, n int64) bool {
+	return lsn < w.LSN || lsn == w.LSN && n <= w.Count
 }
 
 // Last is the latest position the relay is known to have delivered.

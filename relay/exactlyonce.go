@@ -66,10 +66,10 @@ func (t *TxnSink) Committed() (pglogrepl.LSN, bool) {
 func (t *TxnSink) Err() error { return t.S.Err() }
 
 // Load starts the sink's session and reads the committed position.
-func (t *TxnSink) Load(ctx context.Context) (pglogrepl.LSN, bool, error) {
-	pos, found, err := t.S.Start(ctx)
+func (t *TxnSink) Load(ctx context.Context) (Recorded, bool, error) {
+	pos, found, err := loadRecorded(ctx, t.S.Start, t.S.Offsets())
 	t.recorded = pos.Origin
-	return pglogrepl.LSN(pos.LSN), found, err
+	return pos, found, err
 }
 
 // SessionOrigin sets the session's origin, returning the loaded one's.
@@ -79,7 +79,7 @@ func (t *TxnSink) SessionOrigin(server string) string {
 }
 
 // Save records nothing: each Kafka transaction carries its position.
-func (t *TxnSink) Save(_ context.Context, _ pglogrepl.LSN, ack func(error)) error {
+func (t *TxnSink) Save(_ context.Context, _ pglogrepl.LSN, _ string, ack func(error)) error {
 	ack(nil)
 	return nil
 }
@@ -150,36 +150,6 @@ func checkTransactional(opt Options) error {
 func (s *session) transactional() Transactional {
 	t, _ := s.opt.Sink.(Transactional)
 	return t
-}
-
-// skipCommitted reports whether a transaction beginning with ev is at or
-// below the position the last Kafka transaction recorded: it is in
-// Kafka already, and is skipped (exactly-once after a restart).
-func (s *session) skipCommitted(ev *capture.Event) bool {
-	return s.skipOK && !ev.Snapshot && ev.LSN < s.known.Recorded
-}
-
-// skipAllowed decides once per session whether the skip rule applies: only
-// when the recorded position is on the stream's server and timeline and
-// the slot was resumed. After a failover (a new timeline), a restore
-// elsewhere or a slot created anew, the WAL below the recorded position is
-// not the WAL Kafka has, and skipping would lose its transactions: it
-// warns and skips nothing (what Kafka has in that window is sent again).
-func (s *session) skipAllowed(st capture.Stream) bool {
-	if s.txs == nil {
-		return false
-	}
-	server, resumed := "", false
-	if o, ok := st.(capture.Origin); ok {
-		server, resumed = o.Origin()
-	}
-	recorded := s.txs.SessionOrigin(server)
-	if s.known.Recorded == 0 || resumed && server != "" && recorded == server {
-		return true
-	}
-	s.log.Warn("exactly-once: the recorded position is not on this stream's server, timeline and slot: skipping nothing below it (transactions Kafka has may be sent again)",
-		"recorded", s.known.Recorded.String(), "recorded_origin", recorded, "stream_origin", server, "slot_resumed", resumed)
-	return false
 }
 
 // allCommitted says whether Kafka committed every record sent (always,

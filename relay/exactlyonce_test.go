@@ -84,12 +84,12 @@ func (f *txnFake) Err() error {
 	return f.err
 }
 
-func (f *txnFake) Load(context.Context) (pglogrepl.LSN, bool, error) {
+func (f *txnFake) Load(context.Context) (Recorded, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.pos, f.pos != 0, nil
+	return Recorded{End: f.pos, Origin: f.origin, By: ByRelay}, f.pos != 0, nil
 }
-func (f *txnFake) Save(_ context.Context, _ pglogrepl.LSN, ack func(error)) error {
+func (f *txnFake) Save(_ context.Context, _ pglogrepl.LSN, _ string, ack func(error)) error {
 	ack(nil)
 	return nil
 }

@@ -58,15 +58,37 @@ func (s *ProducerSink) Flush(ctx context.Context) error { return s.P.Flush(ctx) 
 // KafkaPositions keeps the position in the offsets topic (sink.Offsets).
 type KafkaPositions struct{ O *sink.Offsets }
 
-// Load reads the recorded position.
-func (k KafkaPositions) Load(ctx context.Context) (pglogrepl.LSN, bool, error) {
-	pos, found, err := k.O.Load(ctx)
-	return pglogrepl.LSN(pos.LSN), found, err
+// Load reads the recorded position, Debezium's or outboxrelay's.
+func (k KafkaPositions) Load(ctx context.Context) (Recorded, bool, error) {
+	return loadRecorded(ctx, k.O.Load, k.O)
+}
+
+// Peek is Load without creating a missing offsets topic: what `check`
+// reads.
+func (k KafkaPositions) Peek(ctx context.Context) (Recorded, bool, error) {
+	return loadRecorded(ctx, k.O.Read, k.O)
+}
+
+// loadRecorded reads a position with load and interprets it; a Debezium
+// snapshot that did not finish is refused (nothing says which rows of it
+// reached Kafka).
+func loadRecorded(ctx context.Context, load func(context.Context) (sink.Offset, bool, error), o *sink.Offsets) (Recorded, bool, error) {
+	pos, found, err := load(ctx)
+	if err != nil || !found {
+		return Recorded{}, false, err
+	}
+	if pos.InSnapshot {
+		return Recorded{}, false, fmt.Errorf("%w: its record under key %s in %s was written during an initial snapshot that did not finish (lsn %s): "+
+			"start the Debezium connector again until its snapshot is done (its log says \"Snapshot completed\"), or delete the record "+
+			"(a record with that key and a null value) to let outboxrelay start by its own snapshot.mode",
+			ErrDebeziumSnapshot, o.Key(), o.Topic(), pglogrepl.LSN(pos.LSN))
+	}
+	return recordedFrom(pos), true, nil
 }
 
 // Save records pos.
-func (k KafkaPositions) Save(ctx context.Context, pos pglogrepl.LSN, ack func(error)) error {
-	return k.O.Save(ctx, sink.Offset{LSN: uint64(pos), Time: time.Now()}, ack)
+func (k KafkaPositions) Save(ctx context.Context, pos pglogrepl.LSN, origin string, ack func(error)) error {
+	return k.O.Save(ctx, sink.Offset{LSN: uint64(pos), Time: time.Now(), Origin: origin}, ack)
 }
 
 // Where names the offsets topic.

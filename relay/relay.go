@@ -87,10 +87,10 @@ func Run(ctx context.Context, opt Options) error {
 	if err := checkTransactional(opt); err != nil {
 		return err
 	}
-	opt.MaxInFlightRecords = cmp(opt.MaxInFlightRecords, DefaultMaxInFlightRecords)
-	opt.MaxInFlightBytes = cmp(opt.MaxInFlightBytes, 64<<20)
-	opt.RetryWait = cmp(opt.RetryWait, 10*time.Second)
-	opt.RecordEvery = cmp(opt.RecordEvery, time.Second)
+	opt.MaxInFlightRecords = orDefault(opt.MaxInFlightRecords, DefaultMaxInFlightRecords)
+	opt.MaxInFlightBytes = orDefault(opt.MaxInFlightBytes, 64<<20)
+	opt.RetryWait = orDefault(opt.RetryWait, 10*time.Second)
+	opt.RecordEvery = orDefault(opt.RecordEvery, time.Second)
 	budget, err := NewBudget(opt.MaxInFlightRecords, opt.MaxInFlightBytes)
 	if err != nil {
 		return fmt.Errorf("relay.Run: %w", err)
@@ -104,7 +104,8 @@ func Run(ctx context.Context, opt Options) error {
 	return r.retry(ctx)
 }
 
-func cmp[T int | int64 | time.Duration](v, def T) T {
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}
@@ -143,8 +144,8 @@ func (r *relay) runSession(ctx context.Context) error {
 	var progress capture.Progress = s.ck
 	if s.txs = s.transactional(); s.txs != nil {
 		progress = &committedProgress{Checkpoint: s.ck, sink: s.txs, start: st.From()} // invariant 10
-		s.skipOK = s.skipAllowed(st)
 	}
+	s.skipOK = s.skipAllowed(st)
 	stopRecording := s.record()
 	err = st.Start(ctx, progress)
 	if err == nil {
@@ -161,7 +162,7 @@ func (s *session) record() (stop func(context.Context)) {
 	if s.opt.Positions == nil {
 		return func(context.Context) {}
 	}
-	rc := &recorder{store: s.opt.Positions, ck: s.ck, log: s.log, saved: s.ck.Confirmed()}
+	rc := &recorder{store: s.opt.Positions, ck: s.ck, log: s.log, saved: s.ck.Confirmed(), origin: s.origin}
 	s.rec = rc
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -189,9 +190,12 @@ type session struct {
 	ev       router.Event
 	records  []router.Record
 	snapRows int64
-	txs      Transactional // exactly-once: the sink, else nil
-	skipOK   bool          // the skip rule applies (skipAllowed)
-	skipping bool          // the transaction being read is in Kafka already
+	txs      Transactional  // exactly-once: the sink, else nil
+	origin   string         // the stream's server and timeline (capture.Origin)
+	skipOK   bool           // the skip rule applies (skipAllowed)
+	skipping bool           // the transaction being read is in Kafka already
+	within   capture.Within // the transaction being read is in Kafka up to this point
+	atWithin int64          // rows read at within.LSN
 }
 
 // loop reads events until ctx ends, the stream fails, or a row or ack
@@ -282,13 +286,14 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 		}
 		s.tx, s.inSnap = tx, ev.Snapshot
 		s.skipping = s.skipCommitted(ev)
+		s.within, s.atWithin = s.withinPoint(ev), 0
 		s.ev.CommitLSN = uint64(ev.LSN)
 		s.ev.CommitTime = ev.CommitTime
 	case capture.KindRow:
 		if s.tx == nil {
 			return fmt.Errorf("row of %s at %s outside a transaction", ev.Row.Table, ev.LSN)
 		}
-		if s.skipping {
+		if s.skipping || s.delivered(ev.LSN) {
 			s.skip("committed_in_kafka")
 			return nil
 		}
@@ -306,7 +311,7 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 		if s.txs != nil && !s.skipping {
 			s.txs.Boundary(ev.EndLSN) // a Kafka transaction may end here
 		}
-		s.tx, s.skipping = nil, false
+		s.tx, s.skipping, s.within = nil, false, capture.Within{}
 	case capture.KindIdle:
 		// Invariant 2: the checkpoint confirms an idle position only when
 		// nothing is open or in flight.

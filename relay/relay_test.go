@@ -443,17 +443,18 @@ func TestRetryable(t *testing.T) {
 type fakePositions struct {
 	mu       sync.Mutex
 	pos      pglogrepl.LSN
+	within   capture.Within
 	saved    []pglogrepl.LSN
 	failSave error
 }
 
-func (f *fakePositions) Load(context.Context) (pglogrepl.LSN, bool, error) {
+func (f *fakePositions) Load(context.Context) (Recorded, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.pos, f.pos != 0, nil
+	return Recorded{End: f.pos, Within: f.within, By: ByRelay}, f.pos != 0, nil
 }
 
-func (f *fakePositions) Save(_ context.Context, pos pglogrepl.LSN, ack func(error)) error {
+func (f *fakePositions) Save(_ context.Context, pos pglogrepl.LSN, _ string, ack func(error)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.saved = append(f.saved, pos)

@@ -76,7 +76,7 @@ func (r *relay) retryable(err error) bool {
 	case errors.Is(err, sink.ErrTxnAborted):
 		return true // resume from the last committed position
 	}
-	if err == nil || errors.As(err, &rowErr) || errors.Is(err, ErrRecordFailed) || errors.Is(err, sink.ErrOffsetsUnusable) || certerr.Failed(err) {
+	if err == nil || errors.As(err, &rowErr) || errors.Is(err, ErrRecordFailed) || errors.Is(err, ErrDebeziumSnapshot) || errors.Is(err, sink.ErrOffsetsUnusable) || certerr.Failed(err) {
 		return false
 	}
 	return r.opt.Source.Retryable(err)

@@ -101,6 +101,9 @@ func slotGone(cfg *Config, known capture.Known) error {
 	where := "confirmed by this process"
 	if known.Recorded >= known.Confirmed {
 		where = "recorded in " + known.RecordedIn
+		if known.RecordedBy != "" {
+			where = "recorded by " + known.RecordedBy + " in " + known.RecordedIn
+		}
 	}
 	return fmt.Errorf("%w: replication slot %q does not exist, but this connector delivered every event up to %s (%s): "+
 		"the slot was dropped, or lost in a failover to a server it was not synchronized to, and events committed after that would never be published. "+

@@ -249,23 +249,21 @@ func (s *Source) prepare(ctx context.Context, st *stream, known capture.Known) e
 }
 
 // compare logs how the slot stands against the recorded position. Behind
-// is normal after a failover to a standby whose synchronized slot lagged:
-// the stream resumes from the slot and skips nothing (events in between
-// are sent again; with exactly-once, behind is the rule, and the relay
-// skips what Kafka has). Ahead is normal too: the position is recorded on a
-// timer, behind the slot.
+// is normal: Debezium flushes its slot only when it commits offsets, with
+// exactly-once the slot is confirmed after the Kafka commit, and a
+// standby's synchronized slot may lag. The stream resumes from the slot and
+// the relay skips what the position covers (it is in Kafka), unless it was
+// recorded on another server or timeline (then the relay warns and sends
+// it again). Ahead is normal too: the position is recorded on a timer.
 func (s *Source) compare(st *stream, known capture.Known) {
 	slot, rec := st.srv.Slot.ConfirmedFlush, known.Recorded
 	switch {
 	case rec == 0:
-	case slot < rec && known.Skips:
-		s.opt.Log.Info("the slot is behind the recorded position (with exactly-once the slot is confirmed after the Kafka commit): resuming from the slot; transactions below the recorded position are in Kafka and are skipped, unless it was recorded on another server or timeline (then the relay warns)",
-			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "in", known.RecordedIn)
 	case slot < rec:
-		s.opt.Log.Warn("the slot is behind the recorded position (a standby's slot synchronized late?): resuming from the slot; events in between are sent again",
-			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "in", known.RecordedIn)
+		s.opt.Log.Info("the slot is behind the recorded position: resuming from the slot; what the position covers is in Kafka and is skipped",
+			"slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "by", known.RecordedBy, "in", known.RecordedIn)
 	case slot > rec:
-		s.opt.Log.Info("the slot is ahead of the recorded position", "slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String())
+		s.opt.Log.Info("the slot is ahead of the recorded position", "slot", s.cfg.Slot, "slot_confirmed_flush", slot.String(), "recorded", rec.String(), "by", known.RecordedBy)
 	}
 }
 

@@ -302,7 +302,7 @@ func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*
 		}
 		s.inTx, s.txLSN = true, m.Begin.FinalLSN
 		s.row.Position = 0
-		s.ev = capture.Event{Kind: capture.KindBegin, LSN: m.Begin.FinalLSN, CommitTime: m.Begin.CommitTime}
+		s.ev = capture.Event{Kind: capture.KindBegin, LSN: m.Begin.FinalLSN, CommitTime: m.Begin.CommitTime, Xid: m.Begin.Xid}
 		return &s.ev, nil
 	case MessageCommit:
 		if !s.inTx {

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -15,11 +16,13 @@ import (
 
 // Offsets records the position a connector last confirmed in a compacted
 // Kafka topic, keyed as Kafka Connect keys a source connector's offsets
-// (["<connector>",{"server":"<topic.prefix>"}]), with a value in the
-// shape of Debezium's PostgreSQL offsets ({"lsn":…,"lsn_commit":…,
-// "ts_usec":…}). It survives a failover of the database, which the slot
-// may not: a relay that finds its slot gone and a recorded position knows
-// that events were committed it never saw.
+// (["<connector>",{"server":"<topic.prefix>"}]), with the value Debezium's
+// PostgreSQL connector writes ({"lsn":…,"lsn_proc":…,"lsn_commit":…,
+// "messageType":…,"ts_usec":…}). It survives a failover of the database,
+// which the slot may not: a relay that finds its slot gone and a recorded
+// position knows that events were committed it never saw. On Kafka
+// Connect's offsets topic it is the connector's own record: Load reads
+// what Debezium recorded, and Debezium resumes from what Save wrote.
 type Offsets struct {
 	p           *Producer
 	topic       string
@@ -42,29 +45,77 @@ func (o *Offsets) fail(err error) error {
 	return explain(err)
 }
 
-// Offset is one recorded position.
+// Offset is one recorded position, as outboxrelay or Debezium wrote it.
 type Offset struct {
-	LSN  uint64    // the confirmed position
-	Time time.Time // when it was recorded
+	LSN  uint64    // the confirmed position (Debezium's lsn)
+	Time time.Time // when it was recorded (Debezium: the event's commit time)
 	// Origin is the PostgreSQL server and timeline the position is on
-	// ("<system id>/<timeline>"), written by the transactional sink; ""
-	// in values written without it.
+	// ("<system id>/<timeline>"); "" in values written without it (by
+	// Debezium, or by outboxrelay before 0.9).
 	Origin string
+	// Commit, Proc, Type, Xid and Events are Debezium's lsn_commit,
+	// lsn_proc, messageType, txId and lsn_events_processed (0 or "" when
+	// absent). outboxrelay writes Commit = Proc = LSN and Type COMMIT: a
+	// position between two transactions.
+	Commit, Proc uint64
+	Type         string
+	Xid          int64
+	Events       int64
+	// ByRelay: outboxrelay wrote the value; otherwise Debezium did (or a
+	// tool that writes its shape).
+	ByRelay bool
+	// InSnapshot: Debezium recorded it during an initial snapshot that
+	// had not finished (snapshot set, neither last_snapshot_record nor
+	// snapshot_completed true).
+	InSnapshot bool
 }
 
+// offsetValue is the record value: Debezium's PostgreSQL offsets
+// (PostgresOffsetContext.getOffset), which outboxrelay writes in full so
+// that a Debezium connector started on the same key resumes from it, plus
+// two fields of its own that Debezium ignores.
 type offsetValue struct {
 	LSN       uint64 `json:"lsn"`
-	LSNCommit uint64 `json:"lsn_commit"`
+	LSNProc   uint64 `json:"lsn_proc,omitempty"`
+	LSNCommit uint64 `json:"lsn_commit,omitempty"`
+	Type      string `json:"messageType,omitempty"`
+	TxID      int64  `json:"txId,omitempty"`
+	Events    int64  `json:"lsn_events_processed,omitempty"`
 	TsUsec    int64  `json:"ts_usec"`
 	Origin    string `json:"outboxrelay_origin,omitempty"` // Offset.Origin
+	Relay     bool   `json:"outboxrelay,omitempty"`        // Offset.ByRelay
+	// Debezium's snapshot fields, read only: snapshot is a string
+	// ("INITIAL", …) in 2.x and 3.x, a boolean before.
+	Snapshot     json.RawMessage `json:"snapshot,omitempty"`
+	LastSnapshot bool            `json:"last_snapshot_record,omitempty"`
+	SnapshotDone bool            `json:"snapshot_completed,omitempty"`
+}
+
+// offset is the position a decoded value records.
+func (v offsetValue) offset() Offset {
+	return Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec), Origin: v.Origin, Commit: v.LSNCommit, Proc: v.LSNProc,
+		Type: v.Type, Xid: v.TxID, Events: v.Events, ByRelay: v.Relay,
+		InSnapshot: len(v.Snapshot) > 0 && string(v.Snapshot) != "false" && string(v.Snapshot) != "null" && !v.LastSnapshot && !v.SnapshotDone}
+}
+
+// offsetKey is Kafka Connect's key of a source connector's offsets, as its
+// JsonConverter (Jackson) writes it: ["<connector>",{"server":"<prefix>"}],
+// no spaces, no HTML escaping. The bytes matter: Connect keeps offsets by
+// key bytes, and the producer's partitioner (murmur2, as Connect's) puts
+// the record on the partition Debezium's records are on.
+func offsetKey(connector, server string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode([]any{connector, map[string]string{"server": server}}) // strings only: cannot fail
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // Offsets returns the store of connector's position in topic (created
 // compacted, with one partition and replication factor replication, -1
 // for the broker's default, when missing).
 func (p *Producer) Offsets(topic, connector, server string, replication int) *Offsets {
-	key, _ := json.Marshal([]any{connector, map[string]string{"server": server}})
-	return &Offsets{p: p, topic: topic, key: key, replication: replication}
+	return &Offsets{p: p, topic: topic, key: offsetKey(connector, server), replication: replication}
 }
 
 // Topic names the store's topic.
@@ -85,7 +136,8 @@ func (o *Offsets) Save(ctx context.Context, pos Offset, ack func(error)) error {
 // value is the record value of pos, as Save and the transactional sink
 // write it.
 func (o *Offsets) value(pos Offset) ([]byte, error) {
-	v, err := json.Marshal(offsetValue{LSN: pos.LSN, LSNCommit: pos.LSN, TsUsec: pos.Time.UnixMicro(), Origin: pos.Origin})
+	v, err := json.Marshal(offsetValue{LSN: pos.LSN, LSNProc: pos.LSN, LSNCommit: pos.LSN, Type: "COMMIT", TxID: pos.Xid,
+		TsUsec: pos.Time.UnixMicro(), Origin: pos.Origin, Relay: true})
 	if err != nil {
 		return nil, fmt.Errorf("recording the position in %s: %w", o.topic, err)
 	}
@@ -127,23 +179,40 @@ const offsetsFetchBytes = 64 << 10
 // that below the high watermark, so that an open transaction's position
 // is not missed.
 func (o *Offsets) Load(ctx context.Context) (pos Offset, found bool, err error) {
-	parts, err := o.p.partitionCount(ctx, o.topic, false)
-	if errors.Is(err, kafka.UnknownTopicOrPartition) {
+	pos, found, missing, err := o.read(ctx)
+	if missing {
 		return Offset{}, false, o.create(ctx)
 	}
+	return pos, found, err
+}
+
+// Read is Load without creating a missing topic (then found is false),
+// for `check`, which changes nothing.
+func (o *Offsets) Read(ctx context.Context) (pos Offset, found bool, err error) {
+	pos, found, _, err = o.read(ctx)
+	return pos, found, err
+}
+
+// read is the last position in every partition; missing says the topic
+// does not exist.
+func (o *Offsets) read(ctx context.Context) (pos Offset, found, missing bool, err error) {
+	parts, err := o.p.partitionCount(ctx, o.topic, false)
+	if errors.Is(err, kafka.UnknownTopicOrPartition) {
+		return Offset{}, false, true, nil
+	}
 	if err != nil {
-		return Offset{}, false, o.fail(err)
+		return Offset{}, false, false, o.fail(err)
 	}
 	for part := 0; part < parts; part++ {
 		p, ok, err := o.loadPartition(ctx, part)
 		if err != nil {
-			return Offset{}, false, o.fail(err)
+			return Offset{}, false, false, o.fail(err)
 		}
 		if ok && (!found || p.Time.After(pos.Time)) {
 			pos, found = p, true
 		}
 	}
-	return pos, found, nil
+	return pos, found, false, nil
 }
 
 // loadWindow is how many offsets before a partition's end Load reads
@@ -206,7 +275,7 @@ func (o *Offsets) scanCommitted(ctx context.Context, tp kafkabatch.TopicPartitio
 				if err := json.Unmarshal(r.Value, &v); err != nil {
 					return pos, false, seen, fmt.Errorf("%w: the recorded position in %s at offset %d is not JSON {\"lsn\":…}: %w", ErrOffsetsUnusable, o.topic, off, err)
 				}
-				pos, found = Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec), Origin: v.Origin}, true
+				pos, found = v.offset(), true
 			}
 		}
 		switch {

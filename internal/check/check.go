@@ -79,6 +79,8 @@ type checker struct {
 	// sample holds the records routed from recent rows, by topic: the
 	// largest record size per topic.
 	largest map[string]int
+	st      startState // for start
+	kafkaOK bool       // Kafka answered
 }
 
 func (c *checker) add(fs ...replication.Finding) {
@@ -109,6 +111,9 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 		c.postgres(ctx)
 	}
 	c.kafkaChecks(ctx)
+	if c.kafkaOK {
+		c.start(ctx, set)
+	}
 	if set.ExactlyOnce.Required {
 		c.exactlyOnce(ctx, set.ExactlyOnce, set.Offsets)
 	}
@@ -164,6 +169,7 @@ func (c *checker) postgres(ctx context.Context) {
 	if slotErr != nil {
 		c.fail("replication slot "+cfg.Slot, slotErr.Error(), "")
 	} else {
+		c.st = startState{read: true, slot: slot}
 		c.slot(ctx, slot)
 		if cfg.SlotFailover && set.VersionNum >= 170000 {
 			c.failover(ctx, slot)
@@ -422,7 +428,7 @@ func (c *checker) replicaIdentity(ctx context.Context, table string) {
 func (c *checker) slot(ctx context.Context, s replication.Slot) {
 	name := "replication slot " + c.pg.Slot
 	if !s.Exists {
-		c.pass(name, "does not exist yet; the relay creates it (snapshot.mode="+c.pg.SnapshotMode+")")
+		c.pass(name, "does not exist (what run does about it: see start)")
 		return
 	}
 	var lag *int64
@@ -526,6 +532,7 @@ func (c *checker) kafkaChecks(ctx context.Context) {
 		return
 	}
 	c.pass("Kafka reachable", brokers)
+	c.kafkaOK = true
 	c.idempotence(ctx)
 
 	brokerMax := 0

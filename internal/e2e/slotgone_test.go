@@ -24,6 +24,10 @@ func TestSlotDroppedWhileStopped(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // offset.flush.interval.ms: the position is recorded
 	r.stop(t, 20*time.Second)
 	waitSlotInactive(t, f.admin, f.name, 20*time.Second)
+	// Issue 25: check predicts the start, and agrees with run.
+	if out, code := runCheck(t, f.config(t, map[string]string{"snapshot.mode": "no_data"})); code != 0 || !strings.Contains(out, "✓ start: resume at ") || !strings.Contains(out, "written by outboxrelay") {
+		t.Errorf("check on the stopped relay's slot exited %d; want 0 with \"✓ start: resume at …\" and the position's writer:\n%s", code, out)
+	}
 	if _, err := f.admin.Exec(context.Background(), `SELECT pg_drop_replication_slot($1)`, f.name); err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +44,14 @@ func TestSlotDroppedWhileStopped(t *testing.T) {
 	}
 	if n := countSlots(t, f); n != 0 {
 		t.Fatalf("%d slots named %s after the refusal; want none created", n, f.name)
+	}
+	// Regression (issue 25): check said "✓ replication slot …: does not
+	// exist yet; the relay creates it" while run refused to start.
+	out, code := runCheck(t, f.config(t, map[string]string{"snapshot.mode": "no_data"}))
+	for _, want := range []string{"✗ start: run would refuse to start", "replication slot is gone", "delivered every event up to", "recorded by outboxrelay in offsets topic", "snapshot.mode=when_needed"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("check on a gone slot with a recorded position exited %d; want 1 and %q:\n%s", code, want, out)
+		}
 	}
 
 	// snapshot.mode=when_needed: the table is read again, then streamed.

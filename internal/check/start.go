@@ -1,0 +1,89 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/replication"
+)
+
+// startState is what the slot check learned, for the start prediction.
+type startState struct {
+	read bool // the slot was inspected
+	slot replication.Slot
+}
+
+// start predicts what `run` does first: the slot as the server reports it
+// and the position recorded in the offsets topic (Debezium's or
+// outboxrelay's) go through the decision `run` makes (replication.Decide),
+// so that the check fails exactly when `run` would refuse to start, and
+// otherwise says where it resumes and what it skips.
+func (c *checker) start(ctx context.Context, set *setup.Setup) {
+	const name = "start"
+	if !c.st.read {
+		return
+	}
+	store := set.Positions(c.prod)
+	rec, found, err := store.Peek(ctx)
+	if err != nil {
+		c.fail(name, err.Error(), "")
+		return
+	}
+	known := capture.Known{RecordedIn: store.Where(), Forget: store.Forget()}
+	if found {
+		known.Recorded, known.Within, known.RecordedBy, known.RecordedOrigin = rec.End, rec.Within, rec.By, rec.Origin
+	}
+	var pending bool
+	if err := c.conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_replication_slots WHERE slot_name = $1)`, replication.SnapshotMarker(c.pg.Slot)).Scan(&pending); err != nil {
+		c.fail(name, "reading the snapshot marker slot: "+err.Error(), "")
+		return
+	}
+	plan := replication.Decide(c.st.slot, pending, c.pg, known)
+	if plan.Action == replication.Refuse {
+		c.fail(name, "run would refuse to start: "+strings.TrimPrefix(plan.Err.Error(), "preflight: "), "")
+		return
+	}
+	c.pass(name, describeStart(plan, c.st.slot, c.pg, known, found))
+}
+
+// describeStart says what run does with plan, in the check's words.
+func describeStart(plan replication.Plan, slot replication.Slot, cfg *replication.Config, known capture.Known, found bool) string {
+	recorded := "no position recorded in " + known.RecordedIn
+	if found {
+		recorded = fmt.Sprintf("recorded position %s, written by %s, in %s", known.Recorded, known.RecordedBy, known.RecordedIn)
+		if w := known.Within; w.Count > 0 {
+			recorded += fmt.Sprintf(" (and transaction %d up to %s, its event %d there)", w.Xid, w.LSN, w.Count)
+		}
+	}
+	switch plan.Action {
+	case replication.Create:
+		return fmt.Sprintf("the relay creates slot %s and streams from its consistent point (snapshot.mode=%s); %s", cfg.Slot, cfg.SnapshotMode, recorded)
+	case replication.CreateWithSnapshot:
+		return fmt.Sprintf("the relay creates slot %s and reads the outbox tables first (snapshot.mode=%s); %s", cfg.Slot, cfg.SnapshotMode, recorded)
+	case replication.RedoSnapshot:
+		return fmt.Sprintf("the initial snapshot did not finish: the relay reads the outbox tables again, then resumes at %s; %s", slot.ConfirmedFlush, recorded)
+	case replication.Done:
+		return fmt.Sprintf("snapshot.mode=%s and its snapshot is done: nothing to stream", cfg.SnapshotMode)
+	}
+	return fmt.Sprintf("resume at %s (slot %s confirmed_flush_lsn); %s; %s", slot.ConfirmedFlush, cfg.Slot, recorded, skipped(slot.ConfirmedFlush, known))
+}
+
+// skipped says what a resume from the slot at from skips of the WAL.
+func skipped(from pglogrepl.LSN, known capture.Known) string {
+	end := known.Recorded
+	if w := known.Within; w.Count > 0 && w.LSN > end {
+		end = w.LSN
+	}
+	switch {
+	case known.Recorded == 0:
+		return "nothing to skip"
+	case end <= from:
+		return "the slot is at or past it: nothing to skip"
+	}
+	return fmt.Sprintf("skip %d bytes of WAL already published (events up to %s are in Kafka, unless the slot is on another server or timeline than the position)", uint64(end-from), end)
+}
