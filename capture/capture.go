@@ -107,7 +107,7 @@ type Event struct {
 	// Xid is the transaction's id (KindBegin of a streamed transaction;
 	// 0 for the snapshot and for a non-transactional message).
 	Xid uint32
-	Row      *Row // KindRow
+	Row *Row // KindRow
 }
 
 // Progress is what the relay tells a stream about delivery. The stream
