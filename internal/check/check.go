@@ -442,6 +442,7 @@ func (c *checker) slot(ctx context.Context, s replication.Slot) {
 		_ = c.conn.QueryRow(ctx, `SELECT coalesce(application_name, '') FROM pg_stat_activity WHERE pid = $1`, s.ActivePID).Scan(&app)
 		detail += fmt.Sprintf(", active pid %d (%s)", s.ActivePID, orDash(app))
 		if app == "outboxrelay" && s.Plugin == "pgoutput" && s.Database == c.pg.DBName && s.WALStatus != "lost" {
+			c.st.relayActive = true
 			c.pass(name, detail+": another outboxrelay streams it; this instance would stand by")
 			return
 		}

@@ -14,8 +14,9 @@ import (
 
 // startState is what the slot check learned, for the start prediction.
 type startState struct {
-	read bool // the slot was inspected
-	slot replication.Slot
+	read        bool // the slot was inspected
+	slot        replication.Slot
+	relayActive bool // another outboxrelay streams it
 }
 
 // start predicts what `run` does first: the slot as the server reports it
@@ -43,12 +44,22 @@ func (c *checker) start(ctx context.Context, set *setup.Setup) {
 		c.fail(name, "reading the snapshot marker slot: "+err.Error(), "")
 		return
 	}
-	plan := replication.Decide(c.st.slot, pending, c.pg, known)
+	// An active slot is the slot check's: another outboxrelay's means this
+	// instance stands by (predicted as if it let go), anything else's is
+	// failed there, with the fix, as run waits for it and then refuses.
+	slot, standby := c.st.slot, ""
+	if slot.Active {
+		if !c.st.relayActive {
+			return
+		}
+		slot.Active, standby = false, "another outboxrelay streams the slot: this instance stands by; when it takes over: "
+	}
+	plan := replication.Decide(slot, pending, c.pg, known)
 	if plan.Action == replication.Refuse {
 		c.fail(name, "run would refuse to start: "+strings.TrimPrefix(plan.Err.Error(), "preflight: "), "")
 		return
 	}
-	c.pass(name, describeStart(plan, c.st.slot, c.pg, known, found))
+	c.pass(name, standby+describeStart(plan, slot, c.pg, known, found))
 }
 
 // describeStart says what run does with plan, in the check's words.
