@@ -133,3 +133,30 @@ func (s *holdSink) sentIDs() []string {
 	defer s.mu.Unlock()
 	return slices.Clone(s.sent)
 }
+
+// Regression (review of issue 25): the recorder's first save after a
+// cut-over wrote the checkpoint's position as soon as it moved, below the
+// position Debezium had recorded while the session was still skipping up
+// to it: a stop then (or a crash) left a position that sends Debezium's
+// events again, and lost the point inside its last transaction.
+func TestRecorderNeverGoesBehindTheRecordedPosition(t *testing.T) {
+	st := newFakeStream(0x50, debeziumTx(811, 0x90, 0xa0, map[pglogrepl.LSN][]string{0x80: {"e1"}})...)
+	st.end = capture.ErrEnd
+	store := &fakePositions{pos: 0x200, within: capture.Within{Xid: 812, LSN: 0x1f0, Count: 1}}
+	sk := &holdSink{}
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, sk)
+	opt.Positions, opt.RecordEvery = debeziumStore{store}, time.Millisecond
+	if err := Run(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	for _, pos := range store.saved {
+		if pos < 0x200 {
+			t.Errorf("saved %s, below the recorded 0/200; saves %v", pos, store.saved)
+		}
+	}
+	if sent := sk.sentIDs(); len(sent) != 0 {
+		t.Errorf("sent %v; want nothing (below the recorded position)", sent)
+	}
+}

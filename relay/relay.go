@@ -162,7 +162,14 @@ func (s *session) record() (stop func(context.Context)) {
 	if s.opt.Positions == nil {
 		return func(context.Context) {}
 	}
-	rc := &recorder{store: s.opt.Positions, ck: s.ck, log: s.log, saved: s.ck.Confirmed(), origin: s.origin}
+	// A position the session trusts (skipOK) is never replaced by a lower
+	// one: the slot may lag it by transactions the session skips, and by
+	// the point inside the next one that Debezium recorded.
+	saved := s.ck.Confirmed()
+	if s.skipOK {
+		saved = max(saved, s.known.Recorded)
+	}
+	rc := &recorder{store: s.opt.Positions, ck: s.ck, log: s.log, saved: saved, origin: s.origin}
 	s.rec = rc
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
