@@ -61,8 +61,11 @@ var ErrDebeziumSnapshot = errors.New("the recorded position is an unfinished Deb
 // transaction it completed (lsn_proc when absent); a messageType of a
 // row or a transactional message means lsn_proc is the last event it
 // processed inside the next transaction (txId), the lsn_events_processed-th
-// at that LSN; a non-transactional message (lsn_proc = lsn_commit) was
-// processed whole. outboxrelay writes lsn = lsn_proc = lsn_commit and
+// at that LSN; a non-transactional message (no txId: PgOutputMessageDecoder
+// clears it) was processed whole. Its lsn_commit may equal lsn_proc for a
+// transactional one too (PostgreSQL 17+: the first record after a commit
+// starts at the commit's end), which Debezium's locator takes for a
+// non-transactional one. outboxrelay writes lsn = lsn_proc = lsn_commit and
 // COMMIT: a position between transactions.
 func recordedFrom(o sink.Offset) Recorded {
 	r := Recorded{Origin: o.Origin, By: ByDebezium}
@@ -73,8 +76,8 @@ func recordedFrom(o sink.Offset) Recorded {
 	r.End = pglogrepl.LSN(cmp.Or(o.Commit, uint64(proc)))
 	switch o.Type {
 	case "MESSAGE":
-		if proc == r.End { // non-transactional: its own "transaction" at proc
-			r.End = proc + 1
+		if o.Xid == 0 { // non-transactional (Debezium records no txId): its own "transaction" at proc
+			r.End = max(r.End, proc+1)
 			break
 		}
 		fallthrough

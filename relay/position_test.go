@@ -33,8 +33,13 @@ func TestRecordedFrom(t *testing.T) {
 			Recorded{End: 0x400, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
 		{"Debezium after a transactional message", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x400, Type: "MESSAGE", Xid: 9},
 			Recorded{End: 0x400, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
-		{"Debezium after a non-transactional message: it is done", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE"},
+		{"Debezium after a non-transactional message (no txId): it is done", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE"},
 			Recorded{End: 0x4f1, By: ByDebezium}},
+		// Regression (issue 25, debezium/dbz#2004 and #2058): a transactional
+		// message right after a commit has lsn_proc = lsn_commit; taken for a
+		// non-transactional one, its transaction was sent again whole.
+		{"Debezium after a transactional message at the previous commit's end", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE", Xid: 9},
+			Recorded{End: 0x4f0, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
 		{"Debezium's heartbeat after a commit", sink.Offset{LSN: 0x520, Proc: 0x520, Commit: 0x520, Type: "COMMIT", Xid: 812},
 			Recorded{End: 0x520, By: ByDebezium}},
 		{"Debezium after a BEGIN: nothing of the transaction", sink.Offset{LSN: 0x410, Proc: 0x410, Commit: 0x400, Type: "BEGIN", Xid: 813},
