@@ -62,10 +62,12 @@ var ErrDebeziumSnapshot = errors.New("the recorded position is an unfinished Deb
 // row or a transactional message means lsn_proc is the last event it
 // processed inside the next transaction (txId), the lsn_events_processed-th
 // at that LSN; a non-transactional message (no txId: PgOutputMessageDecoder
-// clears it) was processed whole. Its lsn_commit may equal lsn_proc for a
-// transactional one too (PostgreSQL 17+: the first record after a commit
-// starts at the commit's end), which Debezium's locator takes for a
-// non-transactional one. outboxrelay writes lsn = lsn_proc = lsn_commit and
+// clears it) was processed whole. A transactional message has lsn_commit =
+// lsn_proc too (Debezium's commitMessage runs for it), which Debezium's own
+// locator takes for a non-transactional one (debezium/dbz#2004). A
+// message's LSN is the end of its WAL record (pgoutput sends endptr), which
+// may be the LSN of the next row: the count at that LSN tells them apart
+// (debezium/dbz#2058). outboxrelay writes lsn = lsn_proc = lsn_commit and
 // COMMIT: a position between transactions.
 func recordedFrom(o sink.Offset) Recorded {
 	r := Recorded{Origin: o.Origin, By: ByDebezium}

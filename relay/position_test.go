@@ -35,10 +35,12 @@ func TestRecordedFrom(t *testing.T) {
 			Recorded{End: 0x400, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
 		{"Debezium after a non-transactional message (no txId): it is done", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE"},
 			Recorded{End: 0x4f1, By: ByDebezium}},
-		// Regression (issue 25, debezium/dbz#2004 and #2058): a transactional
-		// message right after a commit has lsn_proc = lsn_commit; taken for a
-		// non-transactional one, its transaction was sent again whole.
-		{"Debezium after a transactional message at the previous commit's end", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE", Xid: 9},
+		// Regression (issue 25; the cause of debezium/dbz#2004): Debezium
+		// records lsn_commit = lsn_proc after a transactional message too
+		// (it calls commitMessage for it); taken for a non-transactional
+		// one, the rest of its transaction was sent again whole, the
+		// message included.
+		{"Debezium after a transactional message", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE", Xid: 9},
 			Recorded{End: 0x4f0, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
 		{"Debezium's heartbeat after a commit", sink.Offset{LSN: 0x520, Proc: 0x520, Commit: 0x520, Type: "COMMIT", Xid: 812},
 			Recorded{End: 0x520, By: ByDebezium}},
