@@ -56,7 +56,9 @@ var cutoverTypes = []string{"order", "customer"}
 // switch or the way back fails the test; across the crash only events
 // after the position Debezium last committed (read from the offsets topic
 // after the kill) may come again; first deliveries follow commit order per
-// aggregate, and each aggregate stays on one partition.
+// aggregate, and each aggregate stays on one partition. Before each start
+// of outboxrelay, `outboxrelay check` on the same config must pass and
+// print "resume at".
 func TestDebeziumCutOver(t *testing.T) {
 	if os.Getenv(envCutover) != "1" {
 		t.Skipf("skipping: the Debezium cut-over runs a Kafka Connect worker for minutes; set %s=1 (make cutover)", envCutover)
@@ -90,6 +92,7 @@ func TestDebeziumCutOver(t *testing.T) {
 	t.Logf("graceful switch: the connector is STOPPED; recorded %s; slot confirmed_flush_lsn %s", graceful, confirmedFlush(t, f.admin, f.name))
 
 	// outboxrelay on the same JSON, slot and offsets.
+	requireCheckResumes(t, "graceful switch", cfg)
 	r := startRelay(t, cfg)
 	f.waitStreaming(t)
 	time.Sleep(phase)
@@ -112,8 +115,8 @@ func TestDebeziumCutOver(t *testing.T) {
 	committedAt, committed := offsets.waitChange(t, offsets.current(t), time.Duration(3*flushMS)*time.Millisecond)
 	time.Sleep(time.Until(committedAt.Add(time.Duration(flushMS*3/5) * time.Millisecond)))
 	workerCPU, workerPeakMiB := w.usage(t)
-	w.script(t, "kill")
 	killedAt := time.Now()
+	w.script(t, "kill")
 	waitSlotInactive(t, f.admin, f.name, 30*time.Second)
 	time.Sleep(time.Second) // anything the dead producer had on the wire has landed
 	crash := offsets.current(t)
@@ -121,9 +124,10 @@ func TestDebeziumCutOver(t *testing.T) {
 	if crash.partition != committed.partition || crash.offset != committed.offset {
 		t.Logf("crash switch: the worker committed again between the commit seen at %s and the kill", committedAt.Format(time.StampMilli))
 	}
-	t.Logf("crash switch: worker killed %s after the offset commit seen; recorded %s; slot confirmed_flush_lsn %s",
+	t.Logf("crash switch: SIGKILL sent to the worker %s after the offset commit seen; recorded %s; slot confirmed_flush_lsn %s",
 		killedAt.Sub(committedAt).Round(10*time.Millisecond), crash, confirmedFlush(t, f.admin, f.name))
 
+	requireCheckResumes(t, "crash switch", cfg)
 	r = startRelay(t, cfg)
 	f.waitStreaming(t)
 	time.Sleep(phase)
@@ -170,6 +174,26 @@ func TestDebeziumCutOver(t *testing.T) {
 	}
 	t.Logf("took %s (phases of %s, offset.flush.interval.ms=%d); CPU: Connect worker %.1f s (until the kill; peak RSS %.0f MiB), outboxrelay %.1f s (both runs), test process %.1f s",
 		time.Since(started).Round(time.Second), phase, flushMS, workerCPU, workerPeakMiB, relayCPU, selfCPUSeconds(t))
+}
+
+// requireCheckResumes runs `outboxrelay check` on the cut-over config
+// while no one streams from the slot: it must pass and say where `run`
+// will resume (issue 25: check predicts the start). A failure is marked
+// and the run goes on.
+func requireCheckResumes(t *testing.T, what, cfg string) {
+	t.Helper()
+	if relayBinary == "" {
+		t.Fatal("the relay binary was not built")
+	}
+	out, err := exec.Command(relayBinary, "check", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--timeout", "30s").CombinedOutput()
+	switch {
+	case err != nil:
+		t.Errorf("%s: outboxrelay check failed (%v); want it to pass and print \"resume at\":\n%s", what, err, out)
+	case !strings.Contains(string(out), "resume at"):
+		t.Errorf("%s: outboxrelay check passed without saying where run resumes (no \"resume at\"):\n%s", what, out)
+	default:
+		t.Logf("%s: outboxrelay check:\n%s", what, out)
+	}
 }
 
 // logPositionLines logs the relay's log lines about the position it
