@@ -67,9 +67,6 @@ func describeStart(plan replication.Plan, slot replication.Slot, cfg *replicatio
 	recorded := "no position recorded in " + known.RecordedIn
 	if found {
 		recorded = fmt.Sprintf("recorded position %s, written by %s, in %s", known.Recorded, known.RecordedBy, known.RecordedIn)
-		if w := known.Within; w.Count > 0 {
-			recorded += fmt.Sprintf(" (and transaction %d up to %s, its event %d there)", w.Xid, w.LSN, w.Count)
-		}
 	}
 	switch plan.Action {
 	case replication.Create:
@@ -84,17 +81,20 @@ func describeStart(plan replication.Plan, slot replication.Slot, cfg *replicatio
 	return fmt.Sprintf("resume at %s (slot %s confirmed_flush_lsn); %s; %s", slot.ConfirmedFlush, cfg.Slot, recorded, skipped(slot.ConfirmedFlush, known))
 }
 
-// skipped says what a resume from the slot at from skips of the WAL.
+// skipped says what a resume from the slot at from skips: the WAL between
+// the slot and the recorded end (transactions in Kafka already), and the
+// events of the transaction Debezium stopped inside, which the slot sends
+// again.
 func skipped(from pglogrepl.LSN, known capture.Known) string {
-	end := known.Recorded
-	if w := known.Within; w.Count > 0 && w.LSN > end {
-		end = w.LSN
+	var parts []string
+	if known.Recorded > from {
+		parts = append(parts, fmt.Sprintf("skip %d bytes of WAL already published (transactions committed before %s)", uint64(known.Recorded-from), known.Recorded))
 	}
-	switch {
-	case known.Recorded == 0:
+	if w := known.Within; w.Count > 0 {
+		parts = append(parts, fmt.Sprintf("skip the events of transaction %d up to %s (the first %d there) that %s published, when the slot sends it again", w.Xid, w.LSN, w.Count, known.RecordedBy))
+	}
+	if len(parts) == 0 {
 		return "nothing to skip"
-	case end <= from:
-		return "the slot is at or past it: nothing to skip"
 	}
-	return fmt.Sprintf("skip %d bytes of WAL already published (events up to %s are in Kafka, unless the slot is on another server or timeline than the position)", uint64(end-from), end)
+	return strings.Join(parts, "; ") + " (unless the slot is on another server or timeline than the position)"
 }
