@@ -19,6 +19,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	path := fl.String("config", "", "connector JSON file, as for run")
 	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, as for run")
 	timeout := fl.Duration("timeout", time.Minute, "give up on the checks after this long")
+	shadow := shadowFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -31,7 +32,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	set, producer, err := build(cfg, log)
+	set, producer, err := build(cfg, shadow.prefix(), log)
 	if err != nil {
 		return usageError{errors.New(cfg.Scrub(err.Error()))}
 	}

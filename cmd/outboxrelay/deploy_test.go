@@ -48,7 +48,7 @@ func TestDeployConfigs(t *testing.T) {
 		if !strings.Contains(strings.Join(cfg.Secrets, ","), "s3cret") {
 			t.Errorf("%s: the password from ${env:OUTBOXRELAY_DB_PASSWORD} is not a known secret", path)
 		}
-		set, producer, err := build(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		set, producer, err := build(cfg, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -110,6 +110,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	logFormat := fl.String("log-format", "json", "log format: json or text")
 	logLevel := fl.String("log-level", "info", "log level: debug, info, warn or error")
 	httpAddr := fl.String("http-addr", "", "serve /metrics, /healthz and /readyz on this address, e.g. :8080; empty (the default): no HTTP server")
+	shadow := shadowFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -132,7 +133,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return errors.New(cfg.Scrub(err.Error()))
 	}
-	set, producer, err := build(cfg, log)
+	set, producer, err := build(cfg, shadow.prefix(), log)
 	if err != nil {
 		return usageError{scrub(err)}
 	}
@@ -200,12 +201,20 @@ func loadConfig(path, brokers string, log *slog.Logger) (*config.Config, error) 
 	return cfg, nil
 }
 
-// build parses every component's configuration and
-// builds the producer; nothing connects yet.
-func build(cfg *config.Config, log *slog.Logger) (*setup.Setup, *sink.Producer, error) {
+// build parses every component's configuration, makes it a shadow run's
+// when shadow names a topic prefix (setup.Shadow), and builds the
+// producer; nothing connects yet.
+func build(cfg *config.Config, shadow string, log *slog.Logger) (*setup.Setup, *sink.Producer, error) {
 	set, err := setup.Parse(cfg, log)
 	if err != nil {
 		return nil, nil, err
+	}
+	if shadow != "" {
+		changes, err := set.Shadow(shadow, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info("shadow run: a slot, an offsets topic and topics of its own beside the live connector; nothing of the connector's is written", "changed", changes)
 	}
 	producer, err := set.Producer(log)
 	if err != nil {
@@ -314,4 +323,25 @@ func goWait(f func()) func() {
 		f()
 	}()
 	return func() { <-done }
+}
+
+// shadowOptions are the flags of a shadow run (run, check, verify).
+type shadowOptions struct {
+	on  *bool
+	pfx *string
+}
+
+func shadowFlags(fl *flag.FlagSet) shadowOptions {
+	return shadowOptions{
+		on:  fl.Bool("shadow", false, "a shadow run beside the live Debezium connector of the same file: slot <slot.name>_shadow, offsets topic "+setup.ShadowOffsetsTopic+", every topic under --shadow-prefix, no writes to the database"),
+		pfx: fl.String("shadow-prefix", "shadow.", "with --shadow: the prefix of every topic the shadow run writes"),
+	}
+}
+
+// prefix is the shadow topic prefix, or "" without --shadow.
+func (o shadowOptions) prefix() string {
+	if !*o.on {
+		return ""
+	}
+	return *o.pfx
 }
