@@ -73,9 +73,10 @@ func main() {
 const usage = `usage: outboxrelay <command> [flags]
 
 commands:
-  run      stream the outbox to Kafka:  outboxrelay run --config connector.json [--http-addr :8080]
+  run      stream the outbox to Kafka:  outboxrelay run --config connector.json [--http-addr :8080] [--shadow]
   check    check PostgreSQL and Kafka before streaming; exit 1 on any failed check
-  verify   compare the outbox table with the topics: missing, duplicated, out-of-order events
+  verify   compare the outbox table with the topics: missing, duplicated, out-of-order events;
+           with --shadow, the live connector's topics with a shadow run's, record by record
   sql      print the DDL to prepare a database (outbox table, publication, role, clean-up)
   version  print the version`
 

@@ -27,6 +27,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	where := fl.String("where", "", "SQL condition selecting the rows to check, e.g. \"created_at > now() - interval '1 hour'\"")
 	emitted := fl.String("emitted", "", "check the events listed in this file (one per line: event id, route value, key, tab-separated; the lines of one key in its commit order) instead of the outbox tables: the events of an outbox without a table (logical decoding messages)")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
+	shadow := shadowFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -44,6 +45,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err != nil {
 		return usageError{errors.New(cfg.Scrub(err.Error()))}
+	}
+	if p := shadow.prefix(); p != "" {
+		if *orderBy != "" || *emitted != "" {
+			return usageError{errors.New("verify --shadow compares the live connector's topics with the shadow run's by event id: --order-by and --emitted do not apply")}
+		}
+		ctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		return verify.RunShadow(ctx, set, p, *where, stdout)
 	}
 	opt := verify.Options{OrderBy: *orderBy, Where: *where}
 	if *emitted != "" {
