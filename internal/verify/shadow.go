@@ -27,7 +27,8 @@ type ShadowReport struct {
 	OnlyShadow  []string // event ids the live side lacks
 	OutOfOrder  []string // "key <k>: …"
 	// Duplicates counts the extra records per side (at-least-once
-	// delivery on either side: not a difference).
+	// delivery on either side: not a difference, when the resent record is
+	// the same as the other side's).
 	DuplicatesLive, DuplicatesShadow int
 }
 
@@ -59,7 +60,8 @@ func ShadowCase(expandJSON, extendedHeaders bool, decimalMode string) *conforman
 // shadow run's, topics under prefix) record by record by the idHeader
 // value and compares key, headers, value (conformance.Compare, with c's
 // documented differences), topic and partition, and each key's order of
-// events on both sides. Each side's records come per partition in offset
+// events on both sides. A record sent again (at-least-once) is compared
+// too: it must equal the other side's. Each side's records come per partition in offset
 // order (as Topics reads them).
 func CompareShadow(c *conformance.Case, live, shadow []conformance.Record, idHeader, prefix string) ShadowReport {
 	rep := ShadowReport{Live: len(live), Shadow: len(shadow), Documented: map[string]int{}}
@@ -74,10 +76,13 @@ func CompareShadow(c *conformance.Case, live, shadow []conformance.Record, idHea
 			rep.BeforeShadow++
 			continue
 		}
-		if lv[id] != i { // a duplicate: the first one is compared
+		j, ok := sh[id]
+		if lv[id] != i { // a resend: it must be the same record
+			if ok {
+				comparePair(c, &rep, id, d, shadow[j], prefix)
+			}
 			continue
 		}
-		j, ok := sh[id]
 		if !ok {
 			rep.OnlyLive = append(rep.OnlyLive, id)
 			continue
@@ -88,10 +93,13 @@ func CompareShadow(c *conformance.Case, live, shadow []conformance.Record, idHea
 	}
 	for j, r := range shadow {
 		id := headerValue(r, idHeader)
-		if sh[id] != j {
+		i, ok := lv[id]
+		if sh[id] != j { // a resend: it must be the same record
+			if ok && i >= started[partOf(live[i])] {
+				comparePair(c, &rep, id, live[i], r, prefix)
+			}
 			continue
 		}
-		i, ok := lv[id]
 		if !ok {
 			rep.OnlyShadow = append(rep.OnlyShadow, id)
 			continue

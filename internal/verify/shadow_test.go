@@ -53,6 +53,8 @@ func TestCompareShadow(t *testing.T) {
 			func(_, s []conformance.Record) { s[0], s[2] = s[2], s[0] }, false, []string{`key "b": its event 1 is e1 on the live side, event e3 on the shadow's`}},
 		{"JSON expansion: documented", records("orders", 1, 1), records("shadow.orders", 1, 1),
 			func(l, _ []conformance.Record) { l[0].Value = []byte(`{"n":1.0}`) }, true, []string{"documented difference json-expansion: 1 events"}},
+		{"an altered record sent again is a difference", records("orders", 1, 2), append(records("shadow.orders", 1, 2), rec("shadow.orders", 0, "e1", "b", `{"n":"altered"}`)), nil, false,
+			[]string{"duplicates: live 0, shadow 1", `difference: event e1`}},
 		{"duplicates on either side are not differences", append(records("orders", 1, 2), records("orders", 2, 2)...), records("shadow.orders", 1, 2), nil, true,
 			[]string{"duplicates: live 1, shadow 0"}},
 	} {
