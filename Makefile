@@ -2,7 +2,7 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test unit build bench bench-relay soak soak-messages soak-eos bench-eos cutover down image-test alerts-test
+.PHONY: demo test unit build bench bench-relay soak soak-messages soak-eos bench-eos cutover shadow down image-test alerts-test
 demo:
 	scripts/demo
 
@@ -71,6 +71,17 @@ cutover:
 	env_lines=$$(scripts/devenv up) || exit 1; eval "$$env_lines"; \
 	scripts/debezium fetch || exit 1; \
 	OUTBOXRELAY_CUTOVER=1 OUTBOXRELAY_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 20m -v -run '^TestDebeziumCutOver$$' ./internal/e2e/; rc=$$?; \
+	if [ $$started = 1 ]; then scripts/devenv down; fi; exit $$rc
+
+# The shadow run (internal/e2e TestDebeziumShadow): outboxrelay --shadow
+# beside Debezium 3.7.1 on Kafka Connect distributed under 500 events/s for
+# OUTBOXRELAY_SHADOW (default 10m), then verify --shadow, and a planted
+# difference found. make test runs it for 30s.
+shadow:
+	@started=0; scripts/devenv status >/dev/null 2>&1 || started=1; \
+	env_lines=$$(scripts/devenv up) || exit 1; eval "$$env_lines"; \
+	scripts/debezium fetch || exit 1; \
+	OUTBOXRELAY_SHADOW=$${OUTBOXRELAY_SHADOW:-10m} OUTBOXRELAY_REQUIRE_SERVICES=1 $(GO) test -count=1 -timeout 40m -v -run '^TestDebeziumShadow$$' ./internal/e2e/; rc=$$?; \
 	if [ $$started = 1 ]; then scripts/devenv down; fi; exit $$rc
 
 # Exactly-once against at-least-once on one bed (scripts/bench-eos):
