@@ -69,6 +69,7 @@ const (
 	optMissingOld         = "table.fields.additional.error.on.missing"
 	optExpand             = "table.expand.json.payload"
 	optNullBehavior       = "table.json.payload.null.behavior"
+	optEmptyArrayBehavior = "table.json.payload.empty.array.behavior"
 	optRouteBy            = "route.by.field"
 	optRouteRegex         = "route.topic.regex"
 	optRouteReplacement   = "route.topic.replacement"
@@ -109,7 +110,13 @@ type Config struct {
 	// (default) or "optional_bytes". Expansion keeps JSON nulls either way;
 	// the value only changes the inferred schema, as in Debezium.
 	JSONPayloadNullBehavior string
-	RouteByField            string // route.by.field, default "aggregatetype"
+	// JSONPayloadEmptyArrayBehavior is Debezium 3.7's
+	// table.json.payload.empty.array.behavior: "ignore" (default) or
+	// "optional_string". Expansion keeps empty arrays either way; the
+	// value only changes the inferred schema: an empty array is left out
+	// of it, or gets an optional array of optional strings, as in Debezium.
+	JSONPayloadEmptyArrayBehavior string
+	RouteByField                  string // route.by.field, default "aggregatetype"
 	// RouteTopicRegex is route.topic.regex in Java syntax, matched against
 	// the whole route value; default "(?<routedByValue>.*)".
 	RouteTopicRegex string
@@ -191,6 +198,7 @@ func (c *Config) Validate() error {
 		{&c.PayloadField, "payload"},
 		{&c.AdditionalMissing, "error"},
 		{&c.JSONPayloadNullBehavior, "ignore"},
+		{&c.JSONPayloadEmptyArrayBehavior, "ignore"},
 		{&c.RouteByField, "aggregatetype"},
 		{&c.RouteTopicRegex, "(?<routedByValue>.*)"},
 		{&c.RouteTopicReplacement, "outbox.event.${routedByValue}"},
@@ -217,6 +225,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.JSONPayloadNullBehavior, err = oneOf(c.key(optNullBehavior), c.JSONPayloadNullBehavior, "ignore", "optional_bytes"); err != nil {
+		return err
+	}
+	if c.JSONPayloadEmptyArrayBehavior, err = oneOf(c.key(optEmptyArrayBehavior), c.JSONPayloadEmptyArrayBehavior, "ignore", "optional_string"); err != nil {
 		return err
 	}
 	if c.OpInvalidBehavior, err = oneOf(c.key(optOpInvalid), c.OpInvalidBehavior, "warn", "error", "fatal"); err != nil {
@@ -451,6 +462,8 @@ func (c *Config) stringOption(opt string) *string {
 		return &c.AdditionalPlacement
 	case optNullBehavior:
 		return &c.JSONPayloadNullBehavior
+	case optEmptyArrayBehavior:
+		return &c.JSONPayloadEmptyArrayBehavior
 	case optRouteBy:
 		return &c.RouteByField
 	case optRouteRegex:

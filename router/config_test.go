@@ -18,7 +18,7 @@ func TestParseConfigFixture(t *testing.T) {
 	want := Config{
 		Alias: "outbox", EventIDField: "message_id", EventKeyField: "aggregate_id", EventTypeField: "type",
 		PayloadField: "payload", AdditionalPlacement: "event_type:header:eventType", AdditionalMissing: "error",
-		ExpandJSONPayload: true, JSONPayloadNullBehavior: "ignore", RouteByField: "aggregate_type",
+		ExpandJSONPayload: true, JSONPayloadNullBehavior: "ignore", JSONPayloadEmptyArrayBehavior: "ignore", RouteByField: "aggregate_type",
 		RouteTopicRegex: "(?<routedByValue>.*)", RouteTopicReplacement: "${routedByValue}", OpInvalidBehavior: "warn",
 		TracingSpanContextField: "tracingspancontext", KeyConverter: ConverterString, ValueConverter: ConverterJSON,
 		DecimalHandlingMode: "string", TopicPrefix: "order_db",
@@ -91,6 +91,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad old missing", map[string]string{"transforms.outbox.table.fields.additional.error.on.missing": "yes"}, "transforms.outbox.table.fields.additional.error.on.missing", "true or false"},
 		{"bad op behavior", map[string]string{"transforms.outbox.table.op.invalid.behavior": "skip"}, "transforms.outbox.table.op.invalid.behavior", "warn, error, fatal"},
 		{"bad null behavior", map[string]string{"transforms.outbox.table.json.payload.null.behavior": "keep"}, "transforms.outbox.table.json.payload.null.behavior", "ignore, optional_bytes"},
+		{"bad empty array behavior", map[string]string{"transforms.outbox.table.json.payload.empty.array.behavior": "keep"}, "transforms.outbox.table.json.payload.empty.array.behavior", "ignore, optional_string"},
 		{"bad boolean", map[string]string{"transforms.outbox.table.expand.json.payload": "yes"}, "transforms.outbox.table.expand.json.payload", "true or false"},
 		{"avro converter", map[string]string{"value.converter": "io.confluent.connect.avro.AvroConverter"}, "value.converter", JSONConverterClass},
 		{"json header converter", map[string]string{"header.converter": JSONConverterClass}, "header.converter", SimpleHeaderConverterClass},

@@ -26,7 +26,7 @@ func MessageTable(prefix string) string { return "pg_logical_emit_message:" + pr
 // routeMessage applies DecodeLogicalDecodingMessageContent and then the
 // EventRouter to a logical decoding message: the content must be a JSON
 // object, whose members become the fields the EventRouter reads, as
-// Debezium 3.6.1 builds them (JsonSchemaData): strings, int32 or int64
+// Debezium 3.7.1 builds them (JsonSchemaData): strings, int32 or int64
 // integers, doubles, booleans, nested objects and arrays; a null member is
 // left out unless fields.null.include, and so is an empty array.
 func (r *Router) routeMessage(ev *Event) (Record, error) {

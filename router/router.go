@@ -62,9 +62,10 @@ func New(cfg Config, log *slog.Logger) (*Router, error) {
 		topics:         make(map[string]string),
 		envelopeKeys:   make([][]byte, len(cfg.placements)),
 		hintPlacements: make([]int, len(cfg.placements)),
-		infer:          schemaInference{nullAsBytes: cfg.JSONPayloadNullBehavior == "optional_bytes"},
-		buf:            make([]byte, 0, 4096),
-		headers:        make([]Header, 0, 8),
+		infer: schemaInference{nullAsBytes: cfg.JSONPayloadNullBehavior == "optional_bytes",
+			emptyAsStrings: cfg.JSONPayloadEmptyArrayBehavior == "optional_string"},
+		buf:     make([]byte, 0, 4096),
+		headers: make([]Header, 0, 8),
 	}
 	for i, p := range cfg.placements {
 		if p.kind == placeEnvelope {

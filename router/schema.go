@@ -156,11 +156,12 @@ func readNode(dec *json.Decoder) (jsonNode, error) {
 // schemaInference reproduces Debezium's JsonSchemaData.toConnectSchema,
 // which infers the Connect schema of an expanded payload.
 type schemaInference struct {
-	nullAsBytes bool // table.json.payload.null.behavior=optional_bytes
+	nullAsBytes    bool // table.json.payload.null.behavior=optional_bytes
+	emptyAsStrings bool // table.json.payload.empty.array.behavior=optional_string
 }
 
 // infer returns the schema of n, or nil when Debezium leaves the field out
-// (a null, an empty array). name is the struct name for objects: the
+// (a null, an empty array, unless their behavior options give them one). name is the struct name for objects: the
 // payload column's name, then "<parent>.<field>" below it.
 func (in schemaInference) infer(name string, n jsonNode) (*connectSchema, error) {
 	switch n.kind {
@@ -172,6 +173,9 @@ func (in schemaInference) infer(name string, n jsonNode) (*connectSchema, error)
 		return &connectSchema{typ: numberType(n.number), optional: true}, nil
 	case '[':
 		if len(n.elems) == 0 {
+			if in.emptyAsStrings {
+				return &connectSchema{typ: "array", optional: true, items: &connectSchema{typ: "string", optional: true}}, nil
+			}
 			return nil, nil
 		}
 		items, err := in.arrayItems(name, n)

@@ -165,13 +165,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	waits = append(waits, goWait(func() { pingKafka(bg, producer.Ping, m, 5*time.Second) }))
 	waits = append(waits, goWait(func() { logProgress(bg, m, log, 30*time.Second) }))
-	if set.Janitor.Retention > 0 {
-		active := func() bool { return m.currentState() == replication.StateStreaming }
-		deleted := func(n int64) { m.janitorDeleted.Add(float64(n)) }
-		var j interface{ Run(context.Context) } = &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
-		if set.Poll.Poll() {
-			j = &poll.Janitor{Cfg: set.Janitor, Poll: set.Poll, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
-		}
+	if j := janitor(set, m, log); j != nil {
 		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 
@@ -183,6 +177,20 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// janitor is the clean-up janitor of the capture mode, nil when
+// outbox.retention.ms is off.
+func janitor(set *setup.Setup, m *metrics, log *slog.Logger) interface{ Run(context.Context) } {
+	if set.Janitor.Retention <= 0 {
+		return nil
+	}
+	active := func() bool { return m.currentState() == replication.StateStreaming }
+	deleted := func(n int64) { m.janitorDeleted.Add(float64(n)) }
+	if set.Poll.Poll() {
+		return &poll.Janitor{Cfg: set.Janitor, Poll: set.Poll, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
+	}
+	return &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
 }
 
 // loadConfig reads the connector file, logs its warnings (scrubbed of

@@ -117,6 +117,7 @@ func keyTable() []KeyDoc {
 		{Key: "transforms.<alias>.table.fields.additional.error.on.missing", Sections: SectionRouter, Origin: OriginEventRouter, Default: "true", Doc: "older spelling of table.field.additional.missing"},
 		{Key: "transforms.<alias>.table.expand.json.payload", Sections: SectionRouter, Origin: OriginEventRouter, Default: "false", Doc: "send the payload as JSON rather than a JSON string (lossless in outboxrelay)"},
 		{Key: "transforms.<alias>.table.json.payload.null.behavior", Sections: SectionRouter, Origin: OriginEventRouter, Default: "ignore", Doc: "ignore or optional_bytes"},
+		{Key: "transforms.<alias>.table.json.payload.empty.array.behavior", Sections: SectionRouter, Origin: OriginEventRouter, Default: "ignore", Doc: "ignore or optional_string (Debezium 3.7)"},
 		{Key: "transforms.<alias>.route.by.field", Sections: SectionRouter, Origin: OriginEventRouter, Default: "aggregatetype", Doc: "column whose value picks the topic"},
 		{Key: "transforms.<alias>.route.topic.regex", Sections: SectionRouter, Origin: OriginEventRouter, Default: "(?<routedByValue>.*)", Doc: "Java regex matched against the whole route value"},
 		{Key: "transforms.<alias>.route.topic.replacement", Sections: SectionRouter, Origin: OriginEventRouter, Default: "outbox.event.${routedByValue}", Doc: "Java replacement giving the topic (not a config provider)"},

@@ -1,5 +1,5 @@
 // Package conformance runs the same SQL through Debezium (Kafka Connect 4.1.1
-// standalone, Debezium 3.6.1.Final's PostgreSQL connector and Outbox
+// standalone, Debezium 3.7.1.Final's PostgreSQL connector and Outbox
 // EventRouter, started by scripts/debezium) and through outboxrelay, each on
 // its own replication slot and topic namespace, and compares what reached
 // Kafka: topic, partition, key bytes, headers and value.

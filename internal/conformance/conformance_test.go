@@ -182,7 +182,7 @@ func serverVersion(t *testing.T, dsn string) int {
 // and stopped at the end.
 func startConnect(t *testing.T, root string) (url, info string) {
 	t.Helper()
-	const versions = "Kafka Connect 4.1.1 standalone, Debezium 3.6.1.Final PostgreSQL connector and EventRouter " +
+	const versions = "Kafka Connect 4.1.1 standalone, Debezium 3.7.1.Final PostgreSQL connector and EventRouter " +
 		"(debezium-connect-plugins), key StringConverter, value JsonConverter schemas.enable=false"
 	if u := os.Getenv(EnvConnect); u != "" {
 		return u, versions
