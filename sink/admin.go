@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/createtopics"
+	metadataAPI "github.com/segmentio/kafka-go/protocol/metadata"
 )
 
 // Ping sends an ApiVersions request to a bootstrap broker with the
@@ -42,7 +45,11 @@ func (p *Producer) TopicPartitions(ctx context.Context, topic string) (int, erro
 // ValidateTopicCreation asks the controller whether the topic could be
 // created as the producer would create it (CreateTopics with validate_only:
 // nothing is created). ErrTopicMissing when the config creates no topics
-// and the broker may not auto-create it.
+// and the broker may not auto-create it. It sends the request on a
+// connection of its own: kafka-go's Transport, after any CreateTopics
+// answer without an error, waits for the topic to appear in the metadata,
+// which after validate_only it never does (check spent request.timeout.ms,
+// 30 s, on every topic that did not exist yet).
 func (p *Producer) ValidateTopicCreation(ctx context.Context, topic string) error {
 	parts, rf, ok := p.creationSpec(topic)
 	if !ok {
@@ -54,17 +61,49 @@ func (p *Producer) ValidateTopicCreation(ctx context.Context, topic string) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	res, err := p.client.CreateTopics(ctx, &kafka.CreateTopicsRequest{ValidateOnly: true, Topics: []kafka.TopicConfig{{
-		Topic: topic, NumPartitions: parts, ReplicationFactor: rf,
-	}}})
+	code, err := p.validateCreation(ctx, topic, parts, rf)
 	if err != nil {
 		return fmt.Errorf("sink: validating the creation of topic %q: %w", topic, explain(err))
 	}
-	if err := res.Errors[topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+	if err := kafka.Error(code); code != 0 && !errors.Is(err, kafka.TopicAlreadyExists) {
 		return fmt.Errorf("sink: topic %q could not be created with %d partitions, replication factor %d: %w (check %s and %s)",
 			topic, parts, rf, explain(err), KeyTopicPartitions, KeyTopicReplication)
 	}
 	return nil
+}
+
+// validateCreation sends CreateTopics with validate_only to the controller
+// and returns the topic's error code.
+func (p *Producer) validateCreation(ctx context.Context, topic string, parts, rf int) (int16, error) {
+	r, err := p.transport.RoundTrip(ctx, p.client.Addr, &metadataAPI.Request{})
+	if err != nil {
+		return 0, fmt.Errorf("fetching the controller (metadata): %w", err)
+	}
+	meta := r.(*metadataAPI.Response)
+	addr := ""
+	for _, b := range meta.Brokers {
+		if b.NodeID == meta.ControllerID {
+			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	if addr == "" {
+		return 0, fmt.Errorf("the metadata names no controller (controller id %d)", meta.ControllerID)
+	}
+	m, err := p.roundTripOnce(ctx, addr, &createtopics.Request{ValidateOnly: true, TimeoutMs: int32(p.cfg.RequestTimeout.Milliseconds()),
+		Topics: []createtopics.RequestTopic{{Name: topic, NumPartitions: int32(parts), ReplicationFactor: int16(rf)}}})
+	if err != nil {
+		return 0, fmt.Errorf("CreateTopics (validate only) to %s: %w", addr, err)
+	}
+	res, ok := m.(*createtopics.Response)
+	if !ok {
+		return 0, fmt.Errorf("broker %s answered CreateTopics with %T", addr, m)
+	}
+	for _, t := range res.Topics {
+		if t.Name == topic {
+			return t.ErrorCode, nil
+		}
+	}
+	return 0, fmt.Errorf("broker %s answered CreateTopics without topic %q", addr, topic)
 }
 
 // TopicConfig returns a topic's effective value of a config (for example

@@ -9,7 +9,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"time"
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/initproducerid"
@@ -209,16 +208,7 @@ func (p *Producer) initProducerID(ctx context.Context) (producerEpoch, error) {
 // initProducerIDAt sends InitProducerId on a connection of its own to the
 // broker at addr, closed afterwards: the request is rare (once at start).
 func (p *Producer) initProducerIDAt(ctx context.Context, addr string) (producerEpoch, error) {
-	pc, err := p.dialBroker(ctx, addr)
-	if err != nil {
-		return noProducerEpoch(), err
-	}
-	defer pc.Close()
-	deadline, _ := ctx.Deadline()
-	_ = pc.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = pc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	m, err := pc.RoundTrip(&initproducerid.Request{ProducerID: -1, ProducerEpoch: -1})
+	m, err := p.roundTripOnce(ctx, addr, &initproducerid.Request{ProducerID: -1, ProducerEpoch: -1})
 	if err != nil {
 		return noProducerEpoch(), fmt.Errorf("InitProducerId to broker %s: %w", addr, err)
 	}

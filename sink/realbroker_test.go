@@ -202,3 +202,31 @@ func checkDialRefused(ctx context.Context, t *testing.T, p *Producer, addr, fix 
 		t.Fatalf("dialBroker(%s): %q does not name %s", addr, msg, fix)
 	}
 }
+
+// Regression: ValidateTopicCreation went through kafka-go's Transport,
+// which after a CreateTopics answer waits for the topic to appear in the
+// metadata; validate_only never creates it, so `outboxrelay check` spent
+// request.timeout.ms (30 s) on every topic that did not exist yet. The
+// call must answer well inside its deadline, create nothing, and still
+// report what the broker refuses.
+func TestRealBrokerValidateTopicCreation(t *testing.T) {
+	brokers := strings.Split(testbed.KafkaBrokers(t), ",")
+	cfg := Config{Brokers: brokers, TopicPartitions: 1, TopicReplicationFactor: -1}
+	cfg.Validate()
+	cfg.TopicPartitions, cfg.TopicReplicationFactor, cfg.RequestTimeout = 1, -1, time.Minute
+	p := newTestProducer(t, cfg)
+	topic := fmt.Sprintf("sink-validate-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := p.ValidateTopicCreation(ctx, topic); err != nil || ctx.Err() != nil {
+		t.Fatalf("ValidateTopicCreation(%s) = %v (context: %v); want nil well before the deadline", topic, err, ctx.Err())
+	}
+	if n, err := p.TopicPartitions(ctx, topic); err != nil || n != 0 {
+		t.Fatalf("after validate_only, topic %s has %d partitions (%v); want it not created", topic, n, err)
+	}
+	p.cfg.TopicReplicationFactor = 99
+	err := p.ValidateTopicCreation(ctx, topic)
+	if err == nil || !strings.Contains(err.Error(), KeyTopicReplication) {
+		t.Fatalf("replication factor 99 on a one-broker bed: %v; want a refusal naming %s", err, KeyTopicReplication)
+	}
+}

@@ -249,6 +249,22 @@ func (p *Producer) leaderAddr(ctx context.Context, tp topicPartition) (string, e
 	return "", protocol.NewErrNoTopic(tp.topic)
 }
 
+// roundTripOnce sends one request on a connection of its own to the
+// broker at addr, closed afterwards: for rare requests (once at start, or
+// from check) that must not go through kafka-go's Transport.
+func (p *Producer) roundTripOnce(ctx context.Context, addr string, req protocol.Message) (protocol.Message, error) {
+	pc, err := p.dialBroker(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer pc.Close()
+	deadline, _ := ctx.Deadline()
+	_ = pc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = pc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	return pc.RoundTrip(req)
+}
+
 // dialBroker opens a connection to the broker at addr as kafka-go's
 // Transport does (kafka-go's transport.go, connGroup.connect): TCP, TLS
 // when configured, ApiVersions, then SASL when configured. It is ready for

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
 	"github.com/outboxrelay/outboxrelay/replication"
@@ -35,13 +36,9 @@ func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error 
 	if err := opt.check(); err != nil {
 		return err
 	}
-	dialer, err := set.Kafka.Dialer()
+	dialer, conn, err := open(ctx, set)
 	if err != nil {
-		return errors.New(set.File.Scrub(err.Error()))
-	}
-	conn, err := set.Postgres.Connect(ctx)
-	if err != nil {
-		return errors.New(set.File.Scrub("verify: " + err.Error()))
+		return err
 	}
 	defer conn.Close(context.Background())
 	topics := map[string]bool{}
@@ -74,6 +71,20 @@ func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error 
 		return fmt.Errorf("verify: %d events missing, %d aggregates out of order", len(report.Missing), len(report.OutOfOrder))
 	}
 	return nil
+}
+
+// open makes set's Kafka dialer and connects to its database; errors
+// have the configuration's secrets scrubbed.
+func open(ctx context.Context, set *setup.Setup) (*kafka.Dialer, *pgx.Conn, error) {
+	dialer, err := set.Kafka.Dialer()
+	if err != nil {
+		return nil, nil, errors.New(set.File.Scrub(err.Error()))
+	}
+	conn, err := set.Postgres.Connect(ctx)
+	if err != nil {
+		return nil, nil, errors.New(set.File.Scrub("verify: " + err.Error()))
+	}
+	return dialer, conn, nil
 }
 
 // check refuses options that would be silently ignored: --where and

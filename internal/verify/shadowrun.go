@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -23,13 +22,9 @@ import (
 // documented difference differs. where, when set, selects the rows whose
 // route values name the topics. Progress goes to w as each topic is read.
 func RunShadow(ctx context.Context, set *setup.Setup, prefix, where string, w io.Writer) error {
-	dialer, err := set.Kafka.Dialer()
+	dialer, conn, err := open(ctx, set)
 	if err != nil {
-		return errors.New(set.File.Scrub(err.Error()))
-	}
-	conn, err := set.Postgres.Connect(ctx)
-	if err != nil {
-		return errors.New(set.File.Scrub("verify: " + err.Error()))
+		return err
 	}
 	defer conn.Close(context.Background())
 	tables, err := replication.IncludedTables(ctx, conn, &set.Postgres)
