@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
@@ -28,11 +29,18 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	emitted := fl.String("emitted", "", "check the events listed in this file (one per line: event id, route value, key, tab-separated; the lines of one key in its commit order) instead of the outbox tables: the events of an outbox without a table (logical decoding messages)")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
 	shadow := shadowFlags(fl)
+	topics := fl.String("topics", "", "with --shadow: the live connector's topics to compare, comma-separated (default: the topics the outbox rows route to)")
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if *path == "" {
 		return usageError{errors.New("verify: --config is required, e.g. outboxrelay verify --config connector.json")}
+	}
+	if shadow.prefix() != "" && (*orderBy != "" || *emitted != "") {
+		return usageError{errors.New("verify --shadow compares the live connector's topics with the shadow run's by event id: --order-by and --emitted do not apply")}
+	}
+	if shadow.prefix() == "" && *topics != "" {
+		return usageError{errors.New("verify: --topics names the topics of a shadow comparison: add --shadow, or leave it out (verify reads the topics the outbox rows route to)")}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg, err := loadConfig(*path, *brokers, log)
@@ -47,12 +55,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{errors.New(cfg.Scrub(err.Error()))}
 	}
 	if p := shadow.prefix(); p != "" {
-		if *orderBy != "" || *emitted != "" {
-			return usageError{errors.New("verify --shadow compares the live connector's topics with the shadow run's by event id: --order-by and --emitted do not apply")}
-		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		return verify.RunShadow(ctx, set, p, *where, stdout)
+		return verify.RunShadow(ctx, set, p, *where, splitList(*topics), stdout)
 	}
 	opt := verify.Options{OrderBy: *orderBy, Where: *where}
 	if *emitted != "" {
@@ -66,4 +71,16 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	return verify.Run(ctx, set, opt, stdout)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items and
+// spaces around each.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

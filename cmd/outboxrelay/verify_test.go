@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,4 +48,26 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("verify with a never-sent row: %v\n%s; want missing 1 naming %s", err, out, before)
 	}
 	t.Logf("verify output:\n%s", out)
+}
+
+// TestVerifyShadowFlags: flags that would be silently ignored are refused,
+// naming what to do.
+func TestVerifyShadowFlags(t *testing.T) {
+	config := exampleConfig(t, map[string]any{"slot.name": "unused"})
+	for _, tc := range []struct{ args, want string }{
+		{"--topics a,b", "add --shadow"},
+		{"--shadow --order-by 1", "do not apply"},
+		{"--shadow --emitted x", "do not apply"},
+	} {
+		var out, errs bytes.Buffer
+		args := append([]string{"verify", "--config", config}, strings.Fields(tc.args)...)
+		err := run(context.Background(), args, &out, &errs)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("verify %s: %v; want a usage error saying %q", tc.args, err, tc.want)
+		}
+	}
+	if got := splitList(" a, ,b,"); strings.Join(got, "|") != "a|b" {
+		t.Errorf("splitList = %q", got)
+	}
 }

@@ -31,6 +31,9 @@ func (s *Setup) Shadow(prefix string, log *slog.Logger) ([]string, error) {
 	if s.Poll.Poll() {
 		return nil, errors.New("--shadow with outbox.capture.mode=poll: poll mode marks every row it sends, which would take the rows from the live connector; a shadow run needs logical replication")
 	}
+	if n := len(s.Postgres.Slot) + len(ShadowSlotSuffix); n > 63 {
+		return nil, fmt.Errorf("--shadow: slot.name %q with %q is %d characters, PostgreSQL allows 63: shorten slot.name in a copy of the file for the shadow run (its slot is the copy's slot.name + %q)", s.Postgres.Slot, ShadowSlotSuffix, n, ShadowSlotSuffix)
+	}
 	var changes []string
 	change := func(key, from, to string) {
 		changes = append(changes, fmt.Sprintf("%s %q → %q", key, from, to))

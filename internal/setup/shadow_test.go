@@ -65,6 +65,10 @@ func TestShadow(t *testing.T) {
 	if _, err := poll.Shadow("shadow.", log); err == nil || !strings.Contains(err.Error(), "poll mode marks every row") {
 		t.Errorf("poll mode: err = %v, want it refused", err)
 	}
+	long := parse(`,"slot.name":"` + strings.Repeat("s", 60) + `"`)
+	if _, err := long.Shadow("shadow.", log); err == nil || !strings.Contains(err.Error(), "slot.name") {
+		t.Errorf("a 67-character shadow slot: err = %v, want a refusal naming slot.name", err)
+	}
 	if _, err := parse("").Shadow("a$b", log); err == nil {
 		t.Error("a prefix with $ (a replacement group) was accepted")
 	}

@@ -2,11 +2,13 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/conformance"
@@ -19,32 +21,24 @@ import (
 // outbox rows route to (the live connector's) and their twins under
 // prefix (the shadow run's), compares them by event id (CompareShadow),
 // writes the report to w, and returns an error when anything but a
-// documented difference differs. where, when set, selects the rows whose
-// route values name the topics. Progress goes to w as each topic is read.
-func RunShadow(ctx context.Context, set *setup.Setup, prefix, where string, w io.Writer) error {
+// documented difference differs. topics, when given, are the live
+// topics; otherwise where, when set, selects the rows whose route values
+// name them. Progress goes to w as each topic is read.
+func RunShadow(ctx context.Context, set *setup.Setup, prefix, where string, topics []string, w io.Writer) error {
 	dialer, conn, err := open(ctx, set)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	tables, err := replication.IncludedTables(ctx, conn, &set.Postgres)
-	if err != nil {
-		return err
-	}
-	rcfg := set.Router.Config()
-	topics := map[string]bool{}
-	for _, table := range tables {
-		schema, name, _ := strings.Cut(table, ".")
-		qualified := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
-		if err := routedTopics(ctx, conn, set.Router, qualified, rcfg.RouteByField, where, topics); err != nil {
+	names := topics
+	if len(names) == 0 {
+		if names, err = shadowTopics(ctx, conn, set, where); err != nil {
 			return err
 		}
 	}
-	names := make([]string, 0, len(topics))
-	for t := range topics {
-		names = append(names, t)
+	if len(names) == 0 {
+		return errors.New("verify --shadow: no outbox row routes to a topic (an outbox whose rows are deleted in the transaction that inserts them keeps none): name the live connector's topics with --topics a,b")
 	}
-	sort.Strings(names)
 	r := kafkaread.Reader{Broker: set.Kafka.Brokers[0], Dialer: dialer}
 	live, err := readRecords(ctx, r, names, "", w)
 	if err != nil {
@@ -54,6 +48,7 @@ func RunShadow(ctx context.Context, set *setup.Setup, prefix, where string, w io
 	if err != nil {
 		return err
 	}
+	rcfg := set.Router.Config()
 	c := ShadowCase(rcfg.ExpandJSONPayload, rcfg.ExtendedHeaders, rcfg.DecimalHandlingMode)
 	rep := CompareShadow(c, live, shadow, "id", prefix)
 	fmt.Fprintf(w, "topics %v against %s*\n%s\n", names, prefix, rep)
@@ -62,6 +57,30 @@ func RunShadow(ctx context.Context, set *setup.Setup, prefix, where string, w io
 			len(rep.Differences), len(rep.OnlyLive), len(rep.OnlyShadow), len(rep.OutOfOrder))
 	}
 	return nil
+}
+
+// shadowTopics returns, sorted, the topics the outbox rows (those where
+// selects, when set) route to.
+func shadowTopics(ctx context.Context, conn *pgx.Conn, set *setup.Setup, where string) ([]string, error) {
+	tables, err := replication.IncludedTables(ctx, conn, &set.Postgres)
+	if err != nil {
+		return nil, err
+	}
+	rcfg := set.Router.Config()
+	topics := map[string]bool{}
+	for _, table := range tables {
+		schema, name, _ := strings.Cut(table, ".")
+		qualified := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
+		if err := routedTopics(ctx, conn, set.Router, qualified, rcfg.RouteByField, where, topics); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // readRecords reads every record of prefix+topic for each topic, per
