@@ -40,7 +40,10 @@ import (
 // `-- @run` section (run after both relays stream). `-- @conn N` switches the
 // run section to session N (1 by default), for interleaved transactions; each
 // chunk is sent as one simple-protocol query, so `BEGIN; INSERT …;` leaves
-// the transaction open for a later chunk.
+// the transaction open for a later chunk. `-- @restart N` waits until each
+// side has N records, stops both (Connect's stop API: the task commits its
+// offsets; SIGTERM for outboxrelay) and starts them again on their
+// recorded positions before the next chunk (Restarts).
 type Case struct {
 	File        string
 	ID          string // file name without .sql
@@ -64,10 +67,23 @@ type Override struct {
 	Delete     bool
 }
 
-// Step is a chunk of the run section and the session it runs on.
+// Step is a chunk of the run section and the session it runs on, or, with
+// Restart set, a restart of both sides once each has Restart records.
 type Step struct {
-	Conn int
-	SQL  string
+	Conn    int
+	SQL     string
+	Restart int
+}
+
+// Restarts reports whether the case restarts the two sides (a poll run
+// cannot: it is compared as it runs).
+func (c *Case) Restarts() bool {
+	for _, s := range c.Steps {
+		if s.Restart > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Sessions is the number of database sessions the run section uses.
@@ -217,6 +233,16 @@ func (p *caseParser) directive(n int, trim string) error {
 		}
 		p.flush()
 		p.conn = v
+	case strings.HasPrefix(trim, "-- @restart"):
+		if p.section != "run" {
+			return p.fail(n, "@restart outside the @run section")
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(trim, "-- @restart")))
+		if err != nil || v < 1 {
+			return p.fail(n, "@restart wants the records each side must have before the restart, e.g. -- @restart 2")
+		}
+		p.flush()
+		p.c.Steps = append(p.c.Steps, Step{Conn: p.conn, Restart: v})
 	default:
 		return p.fail(n, "unknown directive %q", trim)
 	}

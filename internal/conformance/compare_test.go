@@ -26,8 +26,8 @@ func TestCasesParse(t *testing.T) {
 			t.Errorf("%s: records %d; every case ends with a routed row so both sides are known to be done", c.ID, c.Records)
 		}
 	}
-	if ci != 11 {
-		t.Errorf("%d cases marked `ci: yes`, want 11", ci)
+	if ci != 13 {
+		t.Errorf("%d cases marked `ci: yes`, want 13", ci)
 	}
 }
 
@@ -45,6 +45,8 @@ BEGIN; INSERT 1;
 INSERT 2;
 -- @conn 1
 COMMIT;
+-- @restart 2
+INSERT 3;
 `
 	c, err := ParseCase("07-t.sql", []byte(src))
 	if err != nil {
@@ -53,7 +55,8 @@ COMMIT;
 	if c.ID != "07-t" || c.Records != 2 || len(c.Config) != 2 || !c.Config[1].Delete || c.Config[0].Value != "x ${schema}" {
 		t.Errorf("parsed %+v", c)
 	}
-	if len(c.Steps) != 3 || c.Steps[1].Conn != 2 || c.Sessions() != 2 || !strings.Contains(c.Setup, "ADD COLUMN") {
+	if len(c.Steps) != 5 || c.Steps[1].Conn != 2 || c.Sessions() != 2 || !strings.Contains(c.Setup, "ADD COLUMN") ||
+		c.Steps[3].Restart != 2 || c.Steps[3].SQL != "" || !c.Restarts() || PollComparable(c) {
 		t.Errorf("steps %+v setup %q", c.Steps, c.Setup)
 	}
 	for _, bad := range []string{
@@ -61,6 +64,7 @@ COMMIT;
 		"-- case: x\n-- @run\nSELECT 1;\n",
 		"-- case: x\n-- records: 1\n",
 		"-- case: x\n-- records: 1\n-- @conn 2\n-- @run\nSELECT 1;\n",
+		"-- case: x\n-- records: 1\n-- @run\nSELECT 1;\n-- @restart 0\n",
 	} {
 		if _, err := ParseCase("bad.sql", []byte(bad)); err == nil {
 			t.Errorf("accepted %q", bad)

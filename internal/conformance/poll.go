@@ -28,9 +28,10 @@ var rowChanges = regexp.MustCompile(`(?im)^\s*(update|delete|truncate)\b`)
 
 // PollComparable reports whether a case only inserts rows. Cases that
 // route logical decoding messages are not: they exist only in the WAL,
-// which poll mode does not read (a start-up error there).
+// which poll mode does not read (a start-up error there). Nor are cases
+// that restart the two sides (Restarts).
 func PollComparable(c *Case) bool {
-	if c.Messages() {
+	if c.Messages() || c.Restarts() {
 		return false
 	}
 	for _, s := range c.Steps {
@@ -96,7 +97,7 @@ func (e *Env) runPoll(ctx context.Context, c *Case, n names) (logical, polled []
 	if err := e.waitSlotStreaming(ctx, admin, n.slotR, lr); err != nil {
 		return nil, nil, err
 	}
-	if err := runSteps(ctx, e.PGURL, n.schema, c); err != nil {
+	if err := runSteps(ctx, e.PGURL, n.schema, c, nil); err != nil {
 		return nil, nil, err
 	}
 	return e.readBoth(ctx, c, n, lr, pr)

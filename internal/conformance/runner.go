@@ -85,21 +85,82 @@ func (e *Env) run(ctx context.Context, c *Case, n names) (dbz, rly []Record, err
 	if err != nil {
 		return nil, nil, err
 	}
-	defer relay.stop()
+	defer func() { relay.stop() }() // the relay of the last restart
 
 	if err := e.waitStreaming(ctx, admin, n, relay); err != nil {
 		return nil, nil, err
 	}
-	if err := runSteps(ctx, e.PGURL, n.schema, c); err != nil {
+	restarts := 0
+	restart := func(ctx context.Context, records int) error {
+		restarts++
+		rcfg := withNamespace(base, n.slotR, n.nsR)
+		relay, err = e.restart(ctx, admin, c, n, relay, rcfg, fmt.Sprintf("-restart%d", restarts), records)
+		return err
+	}
+	if err := runSteps(ctx, e.PGURL, n.schema, c, restart); err != nil {
 		return nil, nil, err
 	}
-	return e.collect(ctx, c, n, relay)
+	return e.collect(ctx, c, n, relay, c.Records)
+}
+
+// restart waits until each side has records records, stops both (the
+// connector with Connect's stop API, which commits its offsets; outboxrelay
+// with SIGTERM), starts them again and waits until both stream. It returns
+// the new relay process.
+func (e *Env) restart(ctx context.Context, admin *pgx.Conn, c *Case, n names, relay *relayProc, cfg map[string]any, tag string, records int) (*relayProc, error) {
+	dbz, rly, err := e.collect(ctx, c, n, relay, records)
+	if err != nil {
+		return relay, err
+	}
+	if len(dbz) < records || len(rly) < records {
+		return relay, fmt.Errorf("%s: before the restart, Debezium has %d records and outboxrelay %d; want %d each", c.ID, len(dbz), len(rly), records)
+	}
+	if err := e.connectorState(ctx, n.schema, "stop", "STOPPED"); err != nil {
+		return relay, err
+	}
+	relay.stop()
+	relay, err = e.startRelay(c, n, cfg, tag)
+	if err != nil {
+		return relay, err
+	}
+	if err := e.connectorState(ctx, n.schema, "resume", "RUNNING"); err != nil {
+		return relay, err
+	}
+	return relay, e.waitStreaming(ctx, admin, n, relay)
+}
+
+// connectorState sends PUT /connectors/name/<verb> and waits until the
+// connector and its task are in state.
+func (e *Env) connectorState(ctx context.Context, name, verb, state string) error {
+	if b, code, err := e.rest(ctx, http.MethodPut, "/connectors/"+name+"/"+verb, nil); err != nil || code/100 != 2 {
+		return fmt.Errorf("%s connector %s: HTTP %d %s %v", verb, name, code, b, err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, code, err := e.rest(ctx, http.MethodGet, "/connectors/"+name+"/status", nil)
+		var st struct {
+			Connector struct{ State string }
+			Tasks     []struct{ State string }
+		}
+		if err == nil && code == http.StatusOK && json.Unmarshal(b, &st) == nil && st.Connector.State == state &&
+			(state == "STOPPED" || len(st.Tasks) > 0 && st.Tasks[0].State == state) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("connector %s not %s 60 s after %s: %s", name, state, verb, b)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // collect reads both sides' topics until each has the case's records and
 // then Quiet more (for records that should not be there), or until
 // Timeout; it stops early when either side failed.
-func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc) (dbz, rly []Record, err error) {
+func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc, records int) (dbz, rly []Record, err error) {
 	deadline := time.Now().Add(e.Timeout)
 	var quietUntil time.Time
 	for {
@@ -112,7 +173,7 @@ func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc) (
 			return nil, nil, err
 		}
 		now := time.Now()
-		if quietUntil.IsZero() && len(dbz) >= c.Records && len(rly) >= c.Records {
+		if quietUntil.IsZero() && len(dbz) >= records && len(rly) >= records {
 			quietUntil = now.Add(e.Quiet)
 		}
 		if !quietUntil.IsZero() && now.After(quietUntil) {
@@ -133,12 +194,12 @@ func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc) (
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if len(dbz) < c.Records {
+	if len(dbz) < records {
 		if trace := e.taskFailure(ctx, n.schema); trace != "" {
 			return dbz, rly, fmt.Errorf("Debezium's task failed: %s", trace)
 		}
 	}
-	if len(rly) < c.Records && relay.exited() {
+	if len(rly) < records && relay.exited() {
 		return dbz, rly, fmt.Errorf("outboxrelay exited: %s", relay.tail())
 	}
 	return dbz, rly, nil
@@ -445,8 +506,9 @@ func (e *Env) waitStreaming(ctx context.Context, admin *pgx.Conn, n names, relay
 	}
 }
 
-// runSteps runs the case's run section, each chunk on its session.
-func runSteps(ctx context.Context, dsn, schema string, c *Case) error {
+// runSteps runs the case's run section, each chunk on its session;
+// restart runs the restart steps (nil: the case has none).
+func runSteps(ctx context.Context, dsn, schema string, c *Case, restart func(context.Context, int) error) error {
 	conns := make([]*pgx.Conn, c.Sessions())
 	defer func() {
 		for _, cn := range conns {
@@ -466,6 +528,15 @@ func runSteps(ctx context.Context, dsn, schema string, c *Case) error {
 		}
 	}
 	for i, s := range c.Steps {
+		if s.Restart > 0 {
+			if restart == nil {
+				return fmt.Errorf("%s: run chunk %d restarts, which this run cannot", c.ID, i+1)
+			}
+			if err := restart(ctx, s.Restart); err != nil {
+				return fmt.Errorf("%s: restart after %d records: %w", c.ID, s.Restart, err)
+			}
+			continue
+		}
 		if _, err := conns[s.Conn-1].PgConn().Exec(ctx, s.SQL).ReadAll(); err != nil {
 			return fmt.Errorf("%s: run chunk %d (session %d): %s: %w", c.ID, i+1, s.Conn, firstLine(s.SQL), err)
 		}
