@@ -126,7 +126,11 @@ func (e *Env) restart(ctx context.Context, admin *pgx.Conn, c *Case, n names, re
 	if err := e.connectorState(ctx, n.schema, "resume", "RUNNING"); err != nil {
 		return relay, err
 	}
-	return relay, e.waitStreaming(ctx, admin, n, relay)
+	if err := e.waitStreaming(ctx, admin, n, relay); err != nil {
+		return relay, err
+	}
+	e.Logf("%s: both sides stopped after %d records each and streaming again", c.ID, records)
+	return relay, nil
 }
 
 // connectorState sends PUT /connectors/name/<verb> and waits until the
