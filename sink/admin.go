@@ -61,11 +61,15 @@ func (p *Producer) ValidateTopicCreation(ctx context.Context, topic string) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	code, err := p.validateCreation(ctx, topic, parts, rf)
+	code, msg, err := p.validateCreation(ctx, topic, parts, rf)
 	if err != nil {
 		return fmt.Errorf("sink: validating the creation of topic %q: %w", topic, explain(err))
 	}
-	if err := kafka.Error(code); code != 0 && !errors.Is(err, kafka.TopicAlreadyExists) {
+	if kerr := kafka.Error(code); code != 0 && !errors.Is(kerr, kafka.TopicAlreadyExists) {
+		var err error = kerr
+		if msg != "" {
+			err = fmt.Errorf("%w: %s", kerr, msg)
+		}
 		return fmt.Errorf("sink: topic %q could not be created with %d partitions, replication factor %d: %w (check %s and %s)",
 			topic, parts, rf, explain(err), KeyTopicPartitions, KeyTopicReplication)
 	}
@@ -73,11 +77,11 @@ func (p *Producer) ValidateTopicCreation(ctx context.Context, topic string) erro
 }
 
 // validateCreation sends CreateTopics with validate_only to the controller
-// and returns the topic's error code.
-func (p *Producer) validateCreation(ctx context.Context, topic string, parts, rf int) (int16, error) {
+// and returns the topic's error code and the broker's message.
+func (p *Producer) validateCreation(ctx context.Context, topic string, parts, rf int) (int16, string, error) {
 	r, err := p.transport.RoundTrip(ctx, p.client.Addr, &metadataAPI.Request{})
 	if err != nil {
-		return 0, fmt.Errorf("fetching the controller (metadata): %w", err)
+		return 0, "", fmt.Errorf("fetching the controller (metadata): %w", err)
 	}
 	meta := r.(*metadataAPI.Response)
 	addr := ""
@@ -87,23 +91,23 @@ func (p *Producer) validateCreation(ctx context.Context, topic string, parts, rf
 		}
 	}
 	if addr == "" {
-		return 0, fmt.Errorf("the metadata names no controller (controller id %d)", meta.ControllerID)
+		return 0, "", fmt.Errorf("the metadata names no controller (controller id %d)", meta.ControllerID)
 	}
 	m, err := p.roundTripOnce(ctx, addr, &createtopics.Request{ValidateOnly: true, TimeoutMs: int32(p.cfg.RequestTimeout.Milliseconds()),
 		Topics: []createtopics.RequestTopic{{Name: topic, NumPartitions: int32(parts), ReplicationFactor: int16(rf)}}})
 	if err != nil {
-		return 0, fmt.Errorf("CreateTopics (validate only) to %s: %w", addr, err)
+		return 0, "", fmt.Errorf("CreateTopics (validate only) to %s: %w", addr, err)
 	}
 	res, ok := m.(*createtopics.Response)
 	if !ok {
-		return 0, fmt.Errorf("broker %s answered CreateTopics with %T", addr, m)
+		return 0, "", fmt.Errorf("broker %s answered CreateTopics with %T", addr, m)
 	}
 	for _, t := range res.Topics {
 		if t.Name == topic {
-			return t.ErrorCode, nil
+			return t.ErrorCode, t.ErrorMessage, nil
 		}
 	}
-	return 0, fmt.Errorf("broker %s answered CreateTopics without topic %q", addr, topic)
+	return 0, "", fmt.Errorf("broker %s answered CreateTopics without topic %q", addr, topic)
 }
 
 // TopicConfig returns a topic's effective value of a config (for example

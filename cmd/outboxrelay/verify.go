@@ -39,6 +39,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if shadow.prefix() != "" && (*orderBy != "" || *emitted != "") {
 		return usageError{errors.New("verify --shadow compares the live connector's topics with the shadow run's by event id: --order-by and --emitted do not apply")}
 	}
+	if *topics != "" && *where != "" {
+		return usageError{errors.New("verify --shadow: --where selects the outbox rows whose routes name the topics to compare; with --topics naming them it does not apply: leave one out")}
+	}
 	if shadow.prefix() == "" && *topics != "" {
 		return usageError{errors.New("verify: --topics names the topics of a shadow comparison: add --shadow, or leave it out (verify reads the topics the outbox rows route to)")}
 	}

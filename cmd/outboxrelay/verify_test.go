@@ -58,6 +58,7 @@ func TestVerifyShadowFlags(t *testing.T) {
 		{"--topics a,b", "add --shadow"},
 		{"--shadow --order-by 1", "do not apply"},
 		{"--shadow --emitted x", "do not apply"},
+		{"--shadow --topics a --where x=1", "leave one out"},
 	} {
 		var out, errs bytes.Buffer
 		args := append([]string{"verify", "--config", config}, strings.Fields(tc.args)...)

@@ -119,10 +119,11 @@ func (e *Env) restart(ctx context.Context, admin *pgx.Conn, c *Case, n names, re
 		return relay, err
 	}
 	relay.stop()
-	relay, err = e.startRelay(c, n, cfg, tag)
+	started, err := e.startRelay(c, n, cfg, tag)
 	if err != nil {
-		return relay, err
+		return relay, err // the stopped one: stopping it again is harmless
 	}
+	relay = started
 	if err := e.connectorState(ctx, n.schema, "resume", "RUNNING"); err != nil {
 		return relay, err
 	}
@@ -134,7 +135,8 @@ func (e *Env) restart(ctx context.Context, admin *pgx.Conn, c *Case, n names, re
 }
 
 // connectorState sends PUT /connectors/name/<verb> and waits until the
-// connector and its task are in state.
+// connector and its task are in state (STOPPED: no task left, its offsets
+// committed).
 func (e *Env) connectorState(ctx context.Context, name, verb, state string) error {
 	if b, code, err := e.rest(ctx, http.MethodPut, "/connectors/"+name+"/"+verb, nil); err != nil || code/100 != 2 {
 		return fmt.Errorf("%s connector %s: HTTP %d %s %v", verb, name, code, b, err)
@@ -147,7 +149,7 @@ func (e *Env) connectorState(ctx context.Context, name, verb, state string) erro
 			Tasks     []struct{ State string }
 		}
 		if err == nil && code == http.StatusOK && json.Unmarshal(b, &st) == nil && st.Connector.State == state &&
-			(state == "STOPPED" || len(st.Tasks) > 0 && st.Tasks[0].State == state) {
+			(state == "STOPPED" && len(st.Tasks) == 0 || len(st.Tasks) > 0 && st.Tasks[0].State == state) {
 			return nil
 		}
 		if time.Now().After(deadline) {
