@@ -185,7 +185,7 @@ func Compare(c *Case, dbz, rly []Record) *Verdict {
 // restart-resend when there are any.
 func (v *Verdict) dropResent(recs []Record) []Record {
 	type sent struct {
-		tp              topicPartition
+		tp             topicPartition
 		id, key, value string
 	}
 	seen := map[sent]bool{}
