@@ -1,6 +1,5 @@
 -- case: both sides stopped and started again after a transaction whose last event is a transactional message, then more: outboxrelay sends nothing twice; Debezium 3.7.1 may send that transaction again (debezium/dbz#2004)
 -- records: 4
--- ci: yes
 -- difference: restart-resend
 -- config: transforms = decode,outbox
 -- config: transforms.decode.type = io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent
