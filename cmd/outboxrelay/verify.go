@@ -8,10 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/internal/textlist"
 	"github.com/outboxrelay/outboxrelay/internal/verify"
 )
 
@@ -60,7 +60,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if p := shadow.prefix(); p != "" {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		return verify.RunShadow(ctx, set, p, *where, splitList(*topics), stdout)
+		return verify.RunShadow(ctx, set, p, *where, textlist.Split(*topics), stdout)
 	}
 	opt := verify.Options{OrderBy: *orderBy, Where: *where}
 	if *emitted != "" {
@@ -74,16 +74,4 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	return verify.Run(ctx, set, opt, stdout)
-}
-
-// splitList splits a comma-separated flag value, dropping empty items and
-// spaces around each.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -68,7 +68,4 @@ func TestVerifyShadowFlags(t *testing.T) {
 			t.Errorf("verify %s: %v; want a usage error saying %q", tc.args, err, tc.want)
 		}
 	}
-	if got := splitList(" a, ,b,"); strings.Join(got, "|") != "a|b" {
-		t.Errorf("splitList = %q", got)
-	}
 }
