@@ -1,6 +1,6 @@
 // Package capture is the seam between a capture source (PostgreSQL's
-// logical replication today; polling or logical decoding messages later)
-// and the relay: what a source yields, and what it needs to know back.
+// logical replication, or polling) and the relay: what a source yields,
+// and what it needs to know back.
 //
 // A source yields the committed transactions of the outbox tables in commit
 // order, as a stream of Events from one goroutine: Begin, the transaction's
@@ -16,10 +16,26 @@ package capture
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
-
-	"github.com/jackc/pglogrepl"
 )
+
+// LSN is a position in a source's log, in commit order: a WAL location
+// for logical replication, a batch number for poll mode. It prints as
+// PostgreSQL writes an LSN ("16/B374D848"), for both.
+type LSN uint64
+
+// String is the position as PostgreSQL writes an LSN.
+func (l LSN) String() string { return fmt.Sprintf("%X/%X", uint32(l>>32), uint32(l)) }
+
+// ParseLSN reads a position written as PostgreSQL writes an LSN.
+func ParseLSN(s string) (LSN, error) {
+	var hi, lo uint32
+	if n, err := fmt.Sscanf(s, "%X/%X", &hi, &lo); err != nil || n != 2 {
+		return 0, fmt.Errorf("parsing LSN %q: want two hexadecimal numbers separated by a slash, like 16/B374D848", s)
+	}
+	return LSN(uint64(hi)<<32 | uint64(lo)), nil
+}
 
 // Op is what happened to a row, as Debezium names it.
 type Op byte
@@ -99,9 +115,9 @@ const (
 // call to Next.
 type Event struct {
 	Kind       Kind
-	LSN        pglogrepl.LSN
-	EndLSN     pglogrepl.LSN // KindCommit
-	CommitTime time.Time     // KindBegin; KindHeartbeat: when it ran
+	LSN        LSN
+	EndLSN     LSN       // KindCommit
+	CommitTime time.Time // KindBegin; KindHeartbeat: when it ran
 	// Snapshot marks KindBegin of the initial snapshot's pseudo-transaction.
 	Snapshot bool
 	// Xid is the transaction's id (KindBegin of a streamed transaction;
@@ -115,7 +131,7 @@ type Event struct {
 type Progress interface {
 	// Confirmed is the position that may be confirmed: every record of
 	// every transaction committed before it is acknowledged by Kafka.
-	Confirmed() pglogrepl.LSN
+	Confirmed() LSN
 	// InFlight counts records sent and not yet acknowledged; while it is
 	// not zero the stream reports acknowledgements promptly.
 	InFlight() int
@@ -129,7 +145,7 @@ type Progress interface {
 type Stream interface {
 	// From is the position the stream starts at: events before it were
 	// delivered by an earlier session.
-	From() pglogrepl.LSN
+	From() LSN
 	// Start begins yielding events (the initial snapshot first, when the
 	// session has one). The stream reads p, whose position starts at
 	// From, whenever it reports its position to the server.
@@ -173,11 +189,11 @@ var ErrEnd = errors.New("nothing more to stream")
 type Known struct {
 	// Confirmed is what this process confirmed in earlier sessions; zero
 	// in a new process.
-	Confirmed pglogrepl.LSN
+	Confirmed LSN
 	// Recorded is the position recorded outside the database (the offsets
 	// topic), which survives a failover; zero when none was recorded (a
 	// first start).
-	Recorded pglogrepl.LSN
+	Recorded LSN
 	// RecordedIn and Forget say, for messages, where Recorded was read
 	// and how to delete it.
 	RecordedIn, Forget string
@@ -196,18 +212,18 @@ type Known struct {
 // were delivered.
 type Within struct {
 	Xid   uint32 // the transaction's id; Count 0: no point
-	LSN   pglogrepl.LSN
+	LSN   LSN
 	Count int64
 }
 
 // Delivered reports whether the row at lsn, the n-th of the transaction
 // at that LSN (from 1), is at or before the point.
-func (w Within) Delivered(lsn pglogrepl.LSN, n int64) bool {
+func (w Within) Delivered(lsn LSN, n int64) bool {
 	return lsn < w.LSN || lsn == w.LSN && n <= w.Count
 }
 
 // Last is the latest position the relay is known to have delivered.
-func (k Known) Last() pglogrepl.LSN { return max(k.Confirmed, k.Recorded) }
+func (k Known) Last() LSN { return max(k.Confirmed, k.Recorded) }
 
 // Source opens streams, one per session. Its Open is called again after a
 // retryable failure.

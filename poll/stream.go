@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -24,7 +23,7 @@ const (
 
 // batch is a claimed batch: yielded as one transaction at position n.
 type batch struct {
-	n   pglogrepl.LSN
+	n   capture.LSN
 	t   *table
 	ids []string // event ids, as text
 }
@@ -44,8 +43,8 @@ type stream struct {
 	src     *Source
 	conn    *pgx.Conn
 	tables  []*table
-	from    pglogrepl.LSN
-	next    pglogrepl.LSN // the next batch's position
+	from    capture.LSN
+	next    capture.LSN // the next batch's position
 	p       capture.Progress
 	lockKey int32
 	member  int
@@ -64,7 +63,7 @@ type stream struct {
 	row         capture.Row
 }
 
-func (s *stream) From() pglogrepl.LSN { return s.from }
+func (s *stream) From() capture.LSN { return s.from }
 
 // Start records the relay's progress and takes a first share of buckets.
 func (s *stream) Start(ctx context.Context, p capture.Progress) error {

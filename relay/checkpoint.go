@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pglogrepl"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // Checkpoint decides which LSN may be confirmed to PostgreSQL: invariants 1
@@ -35,7 +35,7 @@ import (
 // called from any goroutine.
 type Checkpoint struct {
 	mu        sync.Mutex
-	confirmed pglogrepl.LSN
+	confirmed capture.LSN
 	open      *Tx   // the transaction between Begin and Commit, if any
 	queue     []*Tx // transactions not yet confirmed, in commit order; open is last; a committed one with nothing in flight is folded into the one before it
 	inFlight  int   // records added and not acknowledged, abandoned ones included
@@ -49,8 +49,8 @@ type Checkpoint struct {
 type Tx struct {
 	c           *Checkpoint
 	commitTime  time.Time // from Begin; zero for a snapshot; never changes (read without mu)
-	finalLSN    pglogrepl.LSN
-	endLSN      pglogrepl.LSN
+	finalLSN    capture.LSN
+	endLSN      capture.LSN
 	outstanding int
 	committed   bool
 	abandoned   bool
@@ -64,7 +64,7 @@ var ErrRecordFailed = errors.New("record not acknowledged by Kafka")
 
 // NewCheckpoint returns a checkpoint that has confirmed start: the slot's
 // confirmed_flush_lsn, or the LSN streaming starts from.
-func NewCheckpoint(start pglogrepl.LSN) *Checkpoint {
+func NewCheckpoint(start capture.LSN) *Checkpoint {
 	return &Checkpoint{
 		confirmed: start,
 	}
@@ -74,12 +74,12 @@ func NewCheckpoint(start pglogrepl.LSN) *Checkpoint {
 // final LSN; it must match the commit LSN of the Commit that closes it.
 // Protocol version 1 never interleaves transactions, so a Begin while
 // another transaction is open is an error.
-func (c *Checkpoint) Begin(finalLSN pglogrepl.LSN) (*Tx, error) {
+func (c *Checkpoint) Begin(finalLSN capture.LSN) (*Tx, error) {
 	return c.BeginAt(finalLSN, time.Time{})
 }
 
 // BeginAt is Begin with the transaction's commit time, for Oldest.
-func (c *Checkpoint) BeginAt(finalLSN pglogrepl.LSN, commitTime time.Time) (*Tx, error) {
+func (c *Checkpoint) BeginAt(finalLSN capture.LSN, commitTime time.Time) (*Tx, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.open != nil {
@@ -93,7 +93,7 @@ func (c *Checkpoint) BeginAt(finalLSN pglogrepl.LSN, commitTime time.Time) (*Tx,
 
 // FinalLSN is the LSN of the transaction's commit record, from its Begin.
 // It never changes, so it needs no lock.
-func (t *Tx) FinalLSN() pglogrepl.LSN { return t.finalLSN }
+func (t *Tx) FinalLSN() capture.LSN { return t.finalLSN }
 
 // Add records n more records of the transaction that are about to be sent
 // to Kafka. Call it before sending, so that an acknowledgement can never
@@ -141,7 +141,7 @@ func (t *Tx) Ack(err error) {
 // Commit closes the transaction on its Commit message. From now on it
 // counts as done once all its records are acknowledged, and it is confirmed
 // (with its end LSN) once it and every earlier transaction are done.
-func (t *Tx) Commit(commitLSN, endLSN pglogrepl.LSN) error {
+func (t *Tx) Commit(commitLSN, endLSN capture.LSN) error {
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -198,7 +198,7 @@ func (t *Tx) Abandon() {
 // confirmed LSN moved. The stream goroutine may also call it with the end of
 // a frame that arrives outside any transaction (a non-transactional logical
 // decoding message).
-func (c *Checkpoint) Idle(walEnd pglogrepl.LSN) bool {
+func (c *Checkpoint) Idle(walEnd capture.LSN) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.open != nil || len(c.queue) > 0 || c.inFlight > 0 || c.err != nil || walEnd <= c.confirmed {
@@ -211,7 +211,7 @@ func (c *Checkpoint) Idle(walEnd pglogrepl.LSN) bool {
 // Confirmed returns the LSN that may be sent to PostgreSQL as written,
 // flushed and applied: every record of every transaction that committed
 // before it has been acknowledged by Kafka.
-func (c *Checkpoint) Confirmed() pglogrepl.LSN {
+func (c *Checkpoint) Confirmed() capture.LSN {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.confirmed

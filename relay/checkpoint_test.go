@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // lsns of a test transaction: commit record at 100*i, ending 40 bytes later.
-func commitLSN(i int) pglogrepl.LSN { return pglogrepl.LSN(1000 + 100*i) }
-func endLSN(i int) pglogrepl.LSN    { return commitLSN(i) + 40 }
+func commitLSN(i int) capture.LSN { return capture.LSN(1000 + 100*i) }
+func endLSN(i int) capture.LSN    { return commitLSN(i) + 40 }
 
 func begin(t *testing.T, c *Checkpoint, i int) *Tx {
 	t.Helper()
@@ -40,7 +40,7 @@ func committed(t *testing.T, c *Checkpoint, i, records int) *Tx {
 	return tx
 }
 
-func wantConfirmed(t *testing.T, c *Checkpoint, want pglogrepl.LSN) {
+func wantConfirmed(t *testing.T, c *Checkpoint, want capture.LSN) {
 	t.Helper()
 	if got := c.Confirmed(); got != want {
 		t.Errorf("Confirmed() = %s, want %s", got, want)
@@ -219,7 +219,7 @@ func beginSim(t *testing.T, c *Checkpoint, rng *rand.Rand, i int) *simTx {
 // maxAllowed is the highest LSN the checkpoint may have confirmed, given
 // what is acknowledged and committed now. Its caller must read Confirmed
 // before calling it: acks and commits only ever raise the bound.
-func maxAllowed(start pglogrepl.LSN, txs []*simTx) pglogrepl.LSN {
+func maxAllowed(start capture.LSN, txs []*simTx) capture.LSN {
 	allowed := start
 	for _, s := range txs {
 		if !s.done.Load() {
@@ -314,7 +314,7 @@ func TestCheckpointConcurrentAckers(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	var txs []*simTx
-	var base pglogrepl.LSN // confirmed before txs[0]
+	var base capture.LSN // confirmed before txs[0]
 	var violation string
 	for i := 1; i <= nTx; i++ {
 		s := beginSim(t, c, rng, i)

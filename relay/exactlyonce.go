@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -21,10 +19,10 @@ type Transactional interface {
 	Sink
 	// Boundary ends a PostgreSQL transaction at end (0: a point between
 	// snapshot rows or after a heartbeat, with no position to record).
-	Boundary(end pglogrepl.LSN)
+	Boundary(end capture.LSN)
 	// Committed returns the position the last Kafka commit recorded and
 	// whether every record sent is committed.
-	Committed() (pglogrepl.LSN, bool)
+	Committed() (capture.LSN, bool)
 	// Err is the failure that ended the sink's transactions: retried as a
 	// new session (sink.ErrTxnAborted) or final (sink.ErrTxnFenced).
 	Err() error
@@ -54,12 +52,12 @@ func (t *TxnSink) Send(ctx context.Context, r *router.Record, ack func(error)) e
 func (t *TxnSink) Flush(ctx context.Context) error { return t.S.Flush(ctx) }
 
 // Boundary ends a PostgreSQL transaction.
-func (t *TxnSink) Boundary(end pglogrepl.LSN) { t.S.Boundary(uint64(end)) }
+func (t *TxnSink) Boundary(end capture.LSN) { t.S.Boundary(uint64(end)) }
 
 // Committed is what Kafka committed.
-func (t *TxnSink) Committed() (pglogrepl.LSN, bool) {
+func (t *TxnSink) Committed() (capture.LSN, bool) {
 	pos, all := t.S.Committed()
-	return pglogrepl.LSN(pos), all
+	return capture.LSN(pos), all
 }
 
 // Err is the sink's failure.
@@ -79,7 +77,7 @@ func (t *TxnSink) SessionOrigin(server string) string {
 }
 
 // Save records nothing: each Kafka transaction carries its position.
-func (t *TxnSink) Save(_ context.Context, _ pglogrepl.LSN, _ string, ack func(error)) error {
+func (t *TxnSink) Save(_ context.Context, _ capture.LSN, _ string, ack func(error)) error {
 	ack(nil)
 	return nil
 }
@@ -100,15 +98,15 @@ func (t *TxnSink) Forget() string { return KafkaPositions{O: t.S.Offsets()}.Forg
 type committedProgress struct {
 	*Checkpoint
 	sink  Transactional
-	start pglogrepl.LSN // the slot's confirmed position: confirmed already
+	start capture.LSN // the slot's confirmed position: confirmed already
 
 	mu   sync.Mutex
-	high pglogrepl.LSN // the most Confirmed returned: it never goes back
+	high capture.LSN // the most Confirmed returned: it never goes back
 }
 
 // Confirmed is the position covered by Kafka commits, never lower than
 // what it returned before.
-func (p *committedProgress) Confirmed() pglogrepl.LSN {
+func (p *committedProgress) Confirmed() capture.LSN {
 	c := p.Checkpoint.Confirmed()
 	pos, all := p.sink.Committed()
 	if !all {

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -22,10 +20,10 @@ import (
 type txnFake struct {
 	mu         sync.Mutex
 	sent       []string // event ids, in Send order
-	boundaries []pglogrepl.LSN
+	boundaries []capture.LSN
 	uncommited int
-	pos        pglogrepl.LSN // committed position
-	origin     string        // the committed position's origin
+	pos        capture.LSN // committed position
+	origin     string      // the committed position's origin
 	err        error
 }
 
@@ -56,7 +54,7 @@ func (f *txnFake) Send(_ context.Context, r *router.Record, ack func(error)) err
 
 func (f *txnFake) Flush(context.Context) error { return nil }
 
-func (f *txnFake) Boundary(end pglogrepl.LSN) {
+func (f *txnFake) Boundary(end capture.LSN) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.boundaries = append(f.boundaries, end)
@@ -72,7 +70,7 @@ func (f *txnFake) commit() {
 	f.uncommited = 0
 }
 
-func (f *txnFake) Committed() (pglogrepl.LSN, bool) {
+func (f *txnFake) Committed() (capture.LSN, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.pos, f.err == nil && f.uncommited == 0
@@ -89,14 +87,14 @@ func (f *txnFake) Load(context.Context) (Recorded, bool, error) {
 	defer f.mu.Unlock()
 	return Recorded{End: f.pos, Origin: f.origin, By: ByRelay}, f.pos != 0, nil
 }
-func (f *txnFake) Save(_ context.Context, _ pglogrepl.LSN, _ string, ack func(error)) error {
+func (f *txnFake) Save(_ context.Context, _ capture.LSN, _ string, ack func(error)) error {
 	ack(nil)
 	return nil
 }
 func (f *txnFake) Where() string  { return "memory" }
 func (f *txnFake) Forget() string { return "forget it" }
 
-func (f *txnFake) state() ([]string, []pglogrepl.LSN) {
+func (f *txnFake) state() ([]string, []capture.LSN) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.sent), slices.Clone(f.boundaries)
@@ -118,7 +116,7 @@ func TestConfirmsOnlyWhatKafkaCommitted(t *testing.T) {
 	if got := st.confirmed(); got != 50 {
 		t.Fatalf("confirmed %s before the Kafka commit; want the slot's 0/32", got)
 	}
-	if _, b := ts.state(); !slices.Equal(b, []pglogrepl.LSN{140, 240}) {
+	if _, b := ts.state(); !slices.Equal(b, []capture.LSN{140, 240}) {
 		t.Fatalf("boundaries %v; want the two commits' end LSNs", b)
 	}
 	ts.commit()
@@ -164,7 +162,7 @@ func TestSkipsWhatKafkaCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent, b := ts.state()
-	if !slices.Equal(sent, []string{"e3", "e4"}) || !slices.Equal(b, []pglogrepl.LSN{280, 340}) {
+	if !slices.Equal(sent, []string{"e3", "e4"}) || !slices.Equal(b, []capture.LSN{280, 340}) {
 		t.Fatalf("sent %v with boundaries %v; want e3 and e4 (the first two are in Kafka), boundaries 0/118 0/154", sent, b)
 	}
 }

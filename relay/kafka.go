@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // ErrRecordRejected marks a Sink.Send error that condemns the record, not
@@ -81,13 +81,13 @@ func loadRecorded(ctx context.Context, load func(context.Context) (sink.Offset, 
 		return Recorded{}, false, fmt.Errorf("%w: its record under key %s in %s was written during an initial snapshot that did not finish (lsn %s): "+
 			"start the Debezium connector again until its snapshot is done (its log says \"Snapshot completed\"), or delete the record "+
 			"(a record with that key and a null value) to let outboxrelay start by its own snapshot.mode",
-			ErrDebeziumSnapshot, o.Key(), o.Topic(), pglogrepl.LSN(pos.LSN))
+			ErrDebeziumSnapshot, o.Key(), o.Topic(), capture.LSN(pos.LSN))
 	}
 	return recordedFrom(pos), true, nil
 }
 
 // Save records pos.
-func (k KafkaPositions) Save(ctx context.Context, pos pglogrepl.LSN, origin string, ack func(error)) error {
+func (k KafkaPositions) Save(ctx context.Context, pos capture.LSN, origin string, ack func(error)) error {
 	return k.O.Save(ctx, sink.Offset{LSN: uint64(pos), Time: time.Now(), Origin: origin}, ack)
 }
 

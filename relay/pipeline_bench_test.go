@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outboxrelay/outboxrelay/capture"
@@ -135,8 +134,8 @@ type replayStream struct {
 	rowsPerTx int
 	left      int // rows still to yield
 	inTx      int // rows yielded of the open transaction; -1 between transactions
-	lsn       pglogrepl.LSN
-	last      pglogrepl.LSN
+	lsn       capture.LSN
+	last      capture.LSN
 	p         capture.Progress
 	rels      *replication.Relations
 	msg       replication.Message
@@ -155,7 +154,7 @@ func newReplayStream(f pipelineFrames, rowsPerTx, events int) *replayStream {
 		rels: replication.NewRelations(), begin: append([]byte(nil), f.begin...), commit: append([]byte(nil), f.commit...)}
 }
 
-func (s *replayStream) From() pglogrepl.LSN { return 0x1000000 }
+func (s *replayStream) From() capture.LSN { return 0x1000000 }
 func (s *replayStream) Start(_ context.Context, p capture.Progress) error {
 	s.p = p
 	if err := replication.Decode(s.f.relation, &s.msg); err != nil {
@@ -165,7 +164,7 @@ func (s *replayStream) Start(_ context.Context, p capture.Progress) error {
 	return nil
 }
 
-func (s *replayStream) confirmed() pglogrepl.LSN { return s.p.Confirmed() }
+func (s *replayStream) confirmed() capture.LSN { return s.p.Confirmed() }
 
 func (s *replayStream) Next(ctx context.Context) (*capture.Event, error) {
 	switch {

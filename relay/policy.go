@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // Poison decides what happens to a poison row: one the router rejects
@@ -50,7 +50,7 @@ func NewPoisonPolicy(tolerance, connector string, dlq DeadLetterer, dlqTopic str
 		if rec != nil {
 			eventID = rec.EventID
 		}
-		lsn := pglogrepl.LSN(ev.CommitLSN)
+		lsn := capture.LSN(ev.CommitLSN)
 		if dlqTopic == "" {
 			log.Error("poison row skipped (errors.tolerance=all, no errors.deadletterqueue.topic.name)",
 				"lsn", lsn.String(), "table", ev.Table, "event_id", eventID, "err", cause)

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/sink"
 )
@@ -26,7 +24,7 @@ type PositionStore interface {
 	Load(ctx context.Context) (pos Recorded, found bool, err error)
 	// Save records pos, on the server and timeline origin; ack reports
 	// Kafka's answer.
-	Save(ctx context.Context, pos pglogrepl.LSN, origin string, ack func(error)) error
+	Save(ctx context.Context, pos capture.LSN, origin string, ack func(error)) error
 	// Where and Forget say, for messages, where the position is kept and
 	// how to delete it.
 	Where() string
@@ -37,7 +35,7 @@ type PositionStore interface {
 type Recorded struct {
 	// End: every transaction whose commit ends at or before it was
 	// delivered.
-	End pglogrepl.LSN
+	End capture.LSN
 	// Within: the transaction after End was delivered up to this point
 	// too (Debezium records the last event it processed).
 	Within capture.Within
@@ -74,8 +72,8 @@ func recordedFrom(o sink.Offset) Recorded {
 	if o.ByRelay {
 		r.By = ByRelay
 	}
-	proc := pglogrepl.LSN(cmp.Or(o.Proc, o.LSN))
-	r.End = pglogrepl.LSN(cmp.Or(o.Commit, uint64(proc)))
+	proc := capture.LSN(cmp.Or(o.Proc, o.LSN))
+	r.End = capture.LSN(cmp.Or(o.Commit, uint64(proc)))
 	switch o.Type {
 	case "MESSAGE":
 		if o.Xid == 0 { // non-transactional (Debezium records no txId): its own "transaction" at proc
@@ -148,7 +146,7 @@ func (s *session) withinPoint(ev *capture.Event) capture.Within {
 // delivered reports whether a row of the transaction being read is at or
 // before its point (withinPoint): rows before its LSN, and the first
 // Count rows at it.
-func (s *session) delivered(lsn pglogrepl.LSN) bool {
+func (s *session) delivered(lsn capture.LSN) bool {
 	if s.within.Count == 0 {
 		return false
 	}
@@ -200,8 +198,8 @@ type recorder struct {
 	ck     *Checkpoint
 	log    interface{ Warn(string, ...any) }
 	mu     sync.Mutex
-	saved  pglogrepl.LSN // last position handed to the store
-	origin string        // the stream's server and timeline
+	saved  capture.LSN // last position handed to the store
+	origin string      // the stream's server and timeline
 	// failed is the first position Kafka refused for good: without it a
 	// lost slot would go unnoticed, so the session stops (Err).
 	failed error
@@ -214,7 +212,7 @@ func (rc *recorder) Err() error {
 	return rc.failed
 }
 
-func (rc *recorder) fail(pos pglogrepl.LSN, err error) {
+func (rc *recorder) fail(pos capture.LSN, err error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.failed == nil {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/sink"
 )
@@ -58,9 +56,9 @@ func TestRecordedFrom(t *testing.T) {
 }
 
 // debeziumTx is a streamed transaction with its id and a row per LSN.
-func debeziumTx(xid uint32, begin, end pglogrepl.LSN, rows map[pglogrepl.LSN][]string) []capture.Event {
+func debeziumTx(xid uint32, begin, end capture.LSN, rows map[capture.LSN][]string) []capture.Event {
 	evs := []capture.Event{{Kind: capture.KindBegin, LSN: begin, Xid: xid, CommitTime: time.Unix(1, 0)}}
-	lsns := make([]pglogrepl.LSN, 0, len(rows))
+	lsns := make([]capture.LSN, 0, len(rows))
 	for lsn := range rows {
 		lsns = append(lsns, lsn)
 	}
@@ -90,9 +88,9 @@ func TestResumeFromDebeziumPosition(t *testing.T) {
 		{"after the multi-row record", capture.Within{Xid: 812, LSN: 0x140, Count: 2}, []string{"e6"}},
 		{"another transaction's id", capture.Within{Xid: 999, LSN: 0x130, Count: 1}, []string{"e2", "e3", "e4", "e5", "e6"}},
 	} {
-		evs := debeziumTx(811, 0x90, 0xa0, map[pglogrepl.LSN][]string{0x80: {"e1"}})
-		evs = append(evs, debeziumTx(812, 0x150, 0x160, map[pglogrepl.LSN][]string{0x120: {"e2"}, 0x130: {"e3"}, 0x140: {"e4", "e5"}})...)
-		evs = append(evs, debeziumTx(813, 0x170, 0x180, map[pglogrepl.LSN][]string{0x165: {"e6"}})...)
+		evs := debeziumTx(811, 0x90, 0xa0, map[capture.LSN][]string{0x80: {"e1"}})
+		evs = append(evs, debeziumTx(812, 0x150, 0x160, map[capture.LSN][]string{0x120: {"e2"}, 0x130: {"e3"}, 0x140: {"e4", "e5"}})...)
+		evs = append(evs, debeziumTx(813, 0x170, 0x180, map[capture.LSN][]string{0x165: {"e6"}})...)
 		st := newFakeStream(0x50, evs...)
 		st.end = capture.ErrEnd
 		store := &fakePositions{pos: 0xa0, within: tc.within}
@@ -112,7 +110,7 @@ func TestResumeFromDebeziumPosition(t *testing.T) {
 // has no origin; on a slot created anew its LSNs say nothing about what
 // the new slot streams, so nothing is skipped.
 func TestResumeFromDebeziumSkipsNothingOnACreatedSlot(t *testing.T) {
-	st := newFakeStream(0x50, debeziumTx(812, 0x150, 0x160, map[pglogrepl.LSN][]string{0x120: {"e2"}, 0x130: {"e3"}})...)
+	st := newFakeStream(0x50, debeziumTx(812, 0x150, 0x160, map[capture.LSN][]string{0x120: {"e2"}, 0x130: {"e3"}})...)
 	st.end, st.created = capture.ErrEnd, true
 	sk := &holdSink{}
 	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, sk)
@@ -147,7 +145,7 @@ func (s *holdSink) sentIDs() []string {
 // to it: a stop then (or a crash) left a position that sends Debezium's
 // events again, and lost the point inside its last transaction.
 func TestRecorderNeverGoesBehindTheRecordedPosition(t *testing.T) {
-	st := newFakeStream(0x50, debeziumTx(811, 0x90, 0xa0, map[pglogrepl.LSN][]string{0x80: {"e1"}})...)
+	st := newFakeStream(0x50, debeziumTx(811, 0x90, 0xa0, map[capture.LSN][]string{0x80: {"e1"}})...)
 	st.end = capture.ErrEnd
 	store := &fakePositions{pos: 0x200, within: capture.Within{Xid: 812, LSN: 0x1f0, Count: 1}}
 	sk := &holdSink{}

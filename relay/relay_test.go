@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/capture"
@@ -53,26 +52,26 @@ var errFatal = errors.New("fatal source error")
 // end when set).
 type fakeStream struct {
 	mu         sync.Mutex // guards events, next, p and snapDone against the test
-	from       pglogrepl.LSN
+	from       capture.LSN
 	events     []capture.Event
 	end        error
 	origin     string // capture.Origin's server ("srv/1" when empty)
 	created    bool   // capture.Origin: the slot was created, not resumed
 	next       int
 	p          capture.Progress
-	openedWith pglogrepl.LSN
+	openedWith capture.LSN
 	known      capture.Known
 	snapDone   bool
 	closed     chan struct{}
 	clean      bool
-	final      pglogrepl.LSN
+	final      capture.LSN
 }
 
-func newFakeStream(from pglogrepl.LSN, evs ...capture.Event) *fakeStream {
+func newFakeStream(from capture.LSN, evs ...capture.Event) *fakeStream {
 	return &fakeStream{from: from, events: evs, closed: make(chan struct{})}
 }
 
-func (s *fakeStream) From() pglogrepl.LSN { return s.from }
+func (s *fakeStream) From() capture.LSN { return s.from }
 func (s *fakeStream) Start(ctx context.Context, p capture.Progress) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,7 +107,7 @@ func (s *fakeStream) SnapshotDone(ctx context.Context) error {
 }
 
 // confirmed is what the relay's progress allows, as the stream reads it.
-func (s *fakeStream) confirmed() pglogrepl.LSN {
+func (s *fakeStream) confirmed() capture.LSN {
 	s.mu.Lock()
 	p := s.p
 	s.mu.Unlock()
@@ -144,7 +143,7 @@ func outboxRow(id, aggType string) *capture.Row {
 	}}
 }
 
-func tx(begin, end pglogrepl.LSN, rows ...*capture.Row) []capture.Event {
+func tx(begin, end capture.LSN, rows ...*capture.Row) []capture.Event {
 	evs := []capture.Event{{Kind: capture.KindBegin, LSN: begin, CommitTime: time.Unix(1, 0)}}
 	for _, r := range rows {
 		evs = append(evs, capture.Event{Kind: capture.KindRow, LSN: begin, Row: r})
@@ -442,9 +441,9 @@ func TestRetryable(t *testing.T) {
 // fakePositions is a position store in memory; saves fail with failSave.
 type fakePositions struct {
 	mu       sync.Mutex
-	pos      pglogrepl.LSN
+	pos      capture.LSN
 	within   capture.Within
-	saved    []pglogrepl.LSN
+	saved    []capture.LSN
 	failSave error
 }
 
@@ -454,7 +453,7 @@ func (f *fakePositions) Load(context.Context) (Recorded, bool, error) {
 	return Recorded{End: f.pos, Within: f.within, By: ByRelay}, f.pos != 0, nil
 }
 
-func (f *fakePositions) Save(_ context.Context, pos pglogrepl.LSN, _ string, ack func(error)) error {
+func (f *fakePositions) Save(_ context.Context, pos capture.LSN, _ string, ack func(error)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.saved = append(f.saved, pos)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/router"
 )
@@ -61,7 +59,7 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 	if err != nil {
 		var rowErr *router.RowError
 		if !errors.As(err, &rowErr) {
-			return fmt.Errorf("routing row of %s at %s: %w", ev.Table, pglogrepl.LSN(ev.CommitLSN), err)
+			return fmt.Errorf("routing row of %s at %s: %w", ev.Table, capture.LSN(ev.CommitLSN), err)
 		}
 		return s.poison(ctx, ev, rowErr)
 	}
@@ -90,7 +88,7 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 	if err == nil {
 		return nil
 	}
-	err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, pglogrepl.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
+	err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, capture.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
 	if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
 		// The record's share of the budget and of the transaction now
 		// waits for the poison policy's ack instead.

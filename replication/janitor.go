@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // Keys of the outbox clean-up janitor (in the connector file's config).
@@ -170,12 +171,12 @@ func (j *Janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int6
 		return 0, fmt.Errorf("janitor: begin: %w", err)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit a no-op
-	var w pglogrepl.LSN
+	var w capture.LSN
 	var text string
 	if err := tx.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&text); err != nil {
 		return 0, fmt.Errorf("janitor: reading the WAL insert position: %w", err)
 	}
-	if w, err = pglogrepl.ParseLSN(text); err != nil {
+	if w, err = capture.ParseLSN(text); err != nil {
 		return 0, fmt.Errorf("janitor: WAL insert position %q: %w", text, err)
 	}
 	if err := j.waitConfirmed(ctx, tx, w); err != nil {
@@ -208,7 +209,7 @@ func (j *Janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int6
 }
 
 // waitConfirmed polls the slot until its confirmed_flush_lsn reaches w.
-func (j *Janitor) waitConfirmed(ctx context.Context, tx pgx.Tx, w pglogrepl.LSN) error {
+func (j *Janitor) waitConfirmed(ctx context.Context, tx pgx.Tx, w capture.LSN) error {
 	deadline := time.Now().Add(j.Cfg.ConfirmWait)
 	for {
 		var text *string
@@ -219,7 +220,7 @@ func (j *Janitor) waitConfirmed(ctx context.Context, tx pgx.Tx, w pglogrepl.LSN)
 		if err != nil {
 			return fmt.Errorf("janitor: reading slot %q: %w", j.PG.Slot, err)
 		}
-		c, err := pglogrepl.ParseLSN(*text)
+		c, err := capture.ParseLSN(*text)
 		if err != nil {
 			return fmt.Errorf("janitor: slot %q confirmed_flush_lsn %q: %w", j.PG.Slot, *text, err)
 		}

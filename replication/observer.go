@@ -3,7 +3,7 @@ package replication
 import (
 	"time"
 
-	"github.com/jackc/pglogrepl"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // Observer receives progress events for metrics, readiness and progress
@@ -19,9 +19,9 @@ type Observer interface {
 	Skipped(reason string)
 	// Received: the server's WAL end as of a keepalive or data message,
 	// with what is confirmed at that moment.
-	Received(confirmed, serverWALEnd pglogrepl.LSN)
+	Received(confirmed, serverWALEnd capture.LSN)
 	// Confirmed: a standby status update confirmed lsn to the server.
-	Confirmed(lsn pglogrepl.LSN)
+	Confirmed(lsn capture.LSN)
 	// Pending: after each standby status update (at least every
 	// status.update.interval.ms while streaming), the commit time of the
 	// oldest transaction not yet confirmed; zero when there is none.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pglogrepl"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // This file decodes pgoutput protocol version 1 messages: the payload of one
@@ -95,7 +95,7 @@ type Tuple struct {
 // Begin starts a transaction. FinalLSN is the LSN of the transaction's
 // commit record: the same value as the CommitLSN of its Commit message.
 type Begin struct {
-	FinalLSN   pglogrepl.LSN
+	FinalLSN   capture.LSN
 	CommitTime time.Time
 	Xid        uint32
 }
@@ -104,14 +104,14 @@ type Begin struct {
 // EndLSN where it ends; see Checkpoint for which one is confirmed.
 type Commit struct {
 	Flags      uint8
-	CommitLSN  pglogrepl.LSN
-	EndLSN     pglogrepl.LSN
+	CommitLSN  capture.LSN
+	EndLSN     capture.LSN
 	CommitTime time.Time
 }
 
 // Origin names the replication origin of the transaction being sent.
 type Origin struct {
-	CommitLSN pglogrepl.LSN
+	CommitLSN capture.LSN
 	Name      string
 }
 
@@ -182,7 +182,7 @@ type Truncate struct {
 // version 1 without streaming carries no xid field, unlike version 2.
 type LogicalMessage struct {
 	Transactional bool
-	LSN           pglogrepl.LSN
+	LSN           capture.LSN
 	Prefix        string
 	Content       []byte
 }
@@ -431,7 +431,7 @@ func (r *reader) uint64(field string) uint64 {
 	return 0
 }
 
-func (r *reader) lsn(field string) pglogrepl.LSN { return pglogrepl.LSN(r.uint64(field)) }
+func (r *reader) lsn(field string) capture.LSN { return capture.LSN(r.uint64(field)) }
 
 // postgresEpochMicros is 2000-01-01 00:00:00 UTC in Unix microseconds: the
 // epoch of PostgreSQL's TimestampTz.

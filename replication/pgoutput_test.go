@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // frame builds pgoutput messages byte by byte for tests, the fuzz seed
@@ -273,7 +273,7 @@ func TestCommitLSNsAreLSNs(t *testing.T) {
 	if err := Decode(frame{'C'}.u8(0).u64(0x100000010).u64(0x100000040).u64(0), &m); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := pglogrepl.ParseLSN("1/40")
+	want, _ := capture.ParseLSN("1/40")
 	if m.Commit.EndLSN != want {
 		t.Errorf("EndLSN = %v, want %v", m.Commit.EndLSN, want)
 	}

@@ -8,8 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // Sentinel errors of the preflight. Each surfaces wrapped in an error that
@@ -40,7 +41,7 @@ type Slot struct {
 	Temporary      bool
 	Active         bool
 	ActivePID      int
-	ConfirmedFlush pglogrepl.LSN
+	ConfirmedFlush capture.LSN
 	WALStatus      string
 	Failover       bool // PostgreSQL 17+: synchronized to standbys
 	Synced         bool // PostgreSQL 17+: a standby's copy of a primary's slot
@@ -188,7 +189,7 @@ func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error)
 		s.WALStatus = *wal
 	}
 	if flush != nil {
-		if s.ConfirmedFlush, err = pglogrepl.ParseLSN(*flush); err != nil {
+		if s.ConfirmedFlush, err = capture.ParseLSN(*flush); err != nil {
 			return s, fmt.Errorf("preflight: slot %q confirmed_flush_lsn %q: %w", name, *flush, err)
 		}
 	}

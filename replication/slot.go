@@ -8,11 +8,13 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // createdSlot is what CREATE_REPLICATION_SLOT returned.
 type createdSlot struct {
-	ConsistentPoint pglogrepl.LSN
+	ConsistentPoint capture.LSN
 	SnapshotName    string // set only when a snapshot was exported
 }
 
@@ -52,7 +54,7 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export, f
 		}
 		return createdSlot{}, fmt.Errorf("creating slot %q: %w", name, err)
 	}
-	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+	lsn, err := capture.ParseLSN(res.ConsistentPoint)
 	if err != nil {
 		return createdSlot{}, fmt.Errorf("creating slot %q: consistent point %q: %w", name, res.ConsistentPoint, err)
 	}
@@ -64,12 +66,12 @@ func createSlot(ctx context.Context, conn *pgconn.PgConn, name string, export, f
 // Logical decoding messages are requested only when they are routed
 // (cfg.Messages; PostgreSQL 14+, which preflight checks): otherwise the
 // walsender need not send them at all.
-func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, serverVersion int, from pglogrepl.LSN) error {
+func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, serverVersion int, from capture.LSN) error {
 	args, err := pluginArgs(cfg, serverVersion)
 	if err != nil {
 		return err
 	}
-	err = pglogrepl.StartReplication(ctx, conn, cfg.Slot, from, pglogrepl.StartReplicationOptions{
+	err = pglogrepl.StartReplication(ctx, conn, cfg.Slot, pglogrepl.LSN(from), pglogrepl.StartReplicationOptions{
 		Mode:       pglogrepl.LogicalReplication,
 		PluginArgs: args,
 	})

@@ -29,7 +29,7 @@ type stream struct {
 	srv    *Server
 	server string // "<system id>/<timeline>"
 	plan   Plan
-	from   pglogrepl.LSN
+	from   capture.LSN
 	p      capture.Progress
 
 	snap  *snapshotReader // the initial snapshot being read, until SnapshotDone
@@ -48,8 +48,8 @@ type stream struct {
 	replyDue      bool // the server asked for a reply
 	lastStatus    time.Time
 	lastHeartbeat time.Time
-	lastConfirmed pglogrepl.LSN
-	serverWALEnd  pglogrepl.LSN
+	lastConfirmed capture.LSN
+	serverWALEnd  capture.LSN
 
 	lockErr atomic.Pointer[error] // set by the lock watcher
 	// recvMu guards recvCancel, which interrupts the receive in progress;
@@ -58,7 +58,7 @@ type stream struct {
 	recvCancel func()
 	recv       recvWindow
 	stopWatch  func()
-	txLSN      pglogrepl.LSN // the open transaction's final LSN, for errors
+	txLSN      capture.LSN // the open transaction's final LSN, for errors
 	// alone counts the events still to yield of a non-transactional
 	// message's own transaction (its Row, then its Commit).
 	alone     int
@@ -69,7 +69,7 @@ func newStream(src *Source, conn *pgx.Conn, repl *pgconn.PgConn) *stream {
 	return &stream{src: src, cfg: src.cfg, conn: conn, repl: repl, rels: NewRelations(), catalog: map[uint32]relCatalog{}, stopWatch: func() {}}
 }
 
-func (s *stream) From() pglogrepl.LSN { return s.from }
+func (s *stream) From() capture.LSN { return s.from }
 
 // Origin is the server and timeline, and whether the slot existed.
 func (s *stream) Origin() (string, bool) {
@@ -257,7 +257,8 @@ func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, err
 		if err != nil {
 			return nil, fmt.Errorf("parsing keepalive: %w", err)
 		}
-		s.serverWALEnd = ka.ServerWALEnd
+		walEnd := capture.LSN(ka.ServerWALEnd)
+		s.serverWALEnd = walEnd
 		s.replyDue = s.replyDue || ka.ReplyRequested
 		// Invariant 2: the server's WAL end may be confirmed only between
 		// transactions; the relay checks that nothing is in flight. The
@@ -265,11 +266,11 @@ func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, err
 		// of an idle outbox reads 0.
 		if !s.inTx {
 			s.walReport = s.src.opt.Observer != nil
-			s.ev = capture.Event{Kind: capture.KindIdle, LSN: ka.ServerWALEnd}
+			s.ev = capture.Event{Kind: capture.KindIdle, LSN: walEnd}
 			return &s.ev, nil
 		}
 		if s.src.opt.Observer != nil {
-			s.src.opt.Observer.Received(s.p.Confirmed(), ka.ServerWALEnd)
+			s.src.opt.Observer.Received(s.p.Confirmed(), walEnd)
 		}
 		return nil, s.maybeStatus(ctx, time.Now(), s.replyDue)
 	case pglogrepl.XLogDataByteID:
@@ -277,20 +278,20 @@ func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, err
 		if err != nil {
 			return nil, fmt.Errorf("parsing XLogData: %w", err)
 		}
-		if xld.ServerWALEnd > s.serverWALEnd {
-			s.serverWALEnd = xld.ServerWALEnd
+		if walEnd := capture.LSN(xld.ServerWALEnd); walEnd > s.serverWALEnd {
+			s.serverWALEnd = walEnd
 			if s.src.opt.Observer != nil {
-				s.src.opt.Observer.Received(s.p.Confirmed(), xld.ServerWALEnd)
+				s.src.opt.Observer.Received(s.p.Confirmed(), walEnd)
 			}
 		}
-		return s.walData(ctx, xld.WALStart, xld.WALData)
+		return s.walData(ctx, capture.LSN(xld.WALStart), xld.WALData)
 	}
 	return nil, nil
 }
 
 // walData decodes one pgoutput message into an event, or nil for a
 // message the relay need not see.
-func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*capture.Event, error) {
+func (s *stream) walData(ctx context.Context, at capture.LSN, frame []byte) (*capture.Event, error) {
 	if err := Decode(frame, &s.msg); err != nil {
 		return nil, fmt.Errorf("decoding pgoutput at %s: %w", at, err)
 	}
@@ -341,7 +342,7 @@ func (s *stream) walData(ctx context.Context, at pglogrepl.LSN, frame []byte) (*
 // decodes it, between transactions, whether or not the transaction that
 // emitted it commits, gets a transaction of its own at its LSN, as
 // Debezium publishes it on its own.
-func (s *stream) messageEvent(at pglogrepl.LSN, l *LogicalMessage) (*capture.Event, error) {
+func (s *stream) messageEvent(at capture.LSN, l *LogicalMessage) (*capture.Event, error) {
 	if !s.cfg.IncludesMessage(l.Prefix) {
 		s.skip("logical_message")
 		return nil, nil
@@ -402,7 +403,7 @@ func (s *stream) skip(reason string) {
 
 // rowEvent binds one decoded row of any table; rows of other tables are
 // counted and not yielded.
-func (s *stream) rowEvent(at pglogrepl.LSN, op capture.Op, relID uint32, t *Tuple, old *Tuple) (*capture.Event, error) {
+func (s *stream) rowEvent(at capture.LSN, op capture.Op, relID uint32, t *Tuple, old *Tuple) (*capture.Event, error) {
 	rel, ok := s.rels.Get(relID)
 	if !ok {
 		return nil, fmt.Errorf("decoding pgoutput at %s: row for relation %d before its Relation message", at, relID)
@@ -460,9 +461,9 @@ func (s *stream) maybeStatus(ctx context.Context, now time.Time, force bool) err
 		return nil
 	}
 	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.repl, pglogrepl.StandbyStatusUpdate{
-		WALWritePosition: confirmed,
-		WALFlushPosition: confirmed,
-		WALApplyPosition: confirmed,
+		WALWritePosition: pglogrepl.LSN(confirmed),
+		WALFlushPosition: pglogrepl.LSN(confirmed),
+		WALApplyPosition: pglogrepl.LSN(confirmed),
 		ClientTime:       now,
 	})
 	if err != nil {

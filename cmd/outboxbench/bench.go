@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // bench runs one mode.
@@ -165,7 +166,7 @@ func (b *bench) insertBacklog(ctx context.Context, in *inserter, s *Summary) (In
 	return res, nil
 }
 
-func (b *bench) recvlogical(ctx context.Context, s *Summary, endpos pglogrepl.LSN) error {
+func (b *bench) recvlogical(ctx context.Context, s *Summary, endpos capture.LSN) error {
 	bin, err := findRecvlogical(b.o.recvBin)
 	if err != nil {
 		return err
@@ -326,7 +327,7 @@ func (b *bench) steady(ctx context.Context, s *Summary, admin *pgx.Conn) error {
 
 // finish consumes until every event arrived (or --timeout), waits for the
 // relay's slot to confirm target, stops the relay and fills the summary.
-func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *collector, relay *child, t0 time.Time, target pglogrepl.LSN) error {
+func (b *bench) finish(ctx context.Context, s *Summary, admin *pgx.Conn, col *collector, relay *child, t0 time.Time, target capture.LSN) error {
 	o := b.o
 	s.TargetLSN = target.String()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -373,11 +374,11 @@ type confirmPoller struct {
 
 type confirmed struct {
 	at  time.Time
-	lsn pglogrepl.LSN
+	lsn capture.LSN
 	err error
 }
 
-func (b *bench) pollConfirmed(ctx context.Context, target pglogrepl.LSN) (*confirmPoller, error) {
+func (b *bench) pollConfirmed(ctx context.Context, target capture.LSN) (*confirmPoller, error) {
 	p := &confirmPoller{done: make(chan confirmed, 1)}
 	if b.o.slot == "" {
 		return p, nil
@@ -402,11 +403,11 @@ func (p *confirmPoller) close() {
 
 // waitDelivered waits until every event arrived, logging progress every
 // --progress; it fails when the relay exits first or ctx ends.
-func (b *bench) waitDelivered(ctx context.Context, col *collector, relay *child, t0 time.Time, target pglogrepl.LSN, seen *atomic.Uint64) error {
+func (b *bench) waitDelivered(ctx context.Context, col *collector, relay *child, t0 time.Time, target capture.LSN, seen *atomic.Uint64) error {
 	o := b.o
 	stop := b.every(ctx, func() {
 		args := append([]any{"of", o.events}, col.progress(t0)...)
-		if c := pglogrepl.LSN(seen.Load()); o.slot != "" && c < target {
+		if c := capture.LSN(seen.Load()); o.slot != "" && c < target {
 			// Which side lags: the relay (slot far behind) or the consumer.
 			args = append(args, "slot_behind_mib", round1(float64(target-c)/(1<<20)))
 		}
@@ -431,7 +432,7 @@ func (b *bench) waitDelivered(ctx context.Context, col *collector, relay *child,
 // --confirm-timeout: a relay that confirms late (Debezium at Connect's
 // offset flush) or never (no event after its last one) is reported, not
 // waited for.
-func (b *bench) awaitConfirmed(s *Summary, p *confirmPoller, t0 time.Time, target pglogrepl.LSN) error {
+func (b *bench) awaitConfirmed(s *Summary, p *confirmPoller, t0 time.Time, target capture.LSN) error {
 	select {
 	case c := <-p.done:
 		if c.err != nil {
@@ -442,7 +443,7 @@ func (b *bench) awaitConfirmed(s *Summary, p *confirmPoller, t0 time.Time, targe
 		s.ConfirmedLSN = c.lsn.String()
 	case <-time.After(b.o.confirmTimeout):
 		s.ConfirmTimeout = true
-		s.ConfirmedLSN = pglogrepl.LSN(p.seen.Load()).String()
+		s.ConfirmedLSN = capture.LSN(p.seen.Load()).String()
 		b.log.Warn("the relay's slot did not confirm the last commit in time", "slot", b.o.slot,
 			"target", target, "confirmed", s.ConfirmedLSN, "confirm_timeout", b.o.confirmTimeout)
 	}

@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // inserter writes the workload's transactions over Workers connections.
@@ -24,7 +25,7 @@ type inserter struct {
 // InsertResult is what an insert phase measured.
 type InsertResult struct {
 	Start, End time.Time
-	LastLSN    pglogrepl.LSN // the latest workers' last-COMMIT LSN (see lastTxSQL)
+	LastLSN    capture.LSN   // the latest workers' last-COMMIT LSN (see lastTxSQL)
 	LagMax     time.Duration // steady: worst commit time behind schedule
 }
 
@@ -68,14 +69,14 @@ func lastTxSQL(insert string) string {
 
 // execLast runs a query string that ends with lastTxSQL and returns the
 // LSN its SELECT read.
-func execLast(ctx context.Context, c *pgx.Conn, sql string) (pglogrepl.LSN, error) {
+func execLast(ctx context.Context, c *pgx.Conn, sql string) (capture.LSN, error) {
 	res, err := c.PgConn().Exec(ctx, sql).ReadAll()
 	if err != nil {
 		return 0, err
 	}
 	for i := len(res) - 1; i >= 0; i-- {
 		if len(res[i].Rows) == 1 && len(res[i].Rows[0]) == 1 {
-			l, err := pglogrepl.ParseLSN(string(res[i].Rows[0][0]))
+			l, err := capture.ParseLSN(string(res[i].Rows[0][0]))
 			if err != nil {
 				return 0, fmt.Errorf("parsing pg_current_wal_insert_lsn %q: %w", res[i].Rows[0][0], err)
 			}
@@ -98,7 +99,7 @@ func (in *inserter) backlog(ctx context.Context, txPerTrip int) (InsertResult, e
 	defer closeAll(conns)
 	W := int64(in.w.Workers)
 	txs := in.w.Txs()
-	lsns := make([]pglogrepl.LSN, len(conns))
+	lsns := make([]capture.LSN, len(conns))
 	errs := make([]error, len(conns))
 	res.Start = time.Now()
 	var wg sync.WaitGroup
@@ -159,7 +160,7 @@ func (in *inserter) steady(ctx context.Context, rate float64) (InsertResult, err
 	for k := range queues {
 		queues[k] = make(chan int64, 4096)
 	}
-	lsns := make([]pglogrepl.LSN, len(conns))
+	lsns := make([]capture.LSN, len(conns))
 	lags := make([]time.Duration, len(conns))
 	errs := make([]error, len(conns)+1)
 	ctx, cancel := context.WithCancel(ctx)

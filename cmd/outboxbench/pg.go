@@ -14,10 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	ddl "github.com/outboxrelay/outboxrelay/sql"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // identRE is what --table, --publication and slot names may contain: the
@@ -99,14 +100,14 @@ func dropSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
 
 // slotState reads the slot's confirmed_flush_lsn and whether a walsender
 // streams from it.
-func slotState(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN, bool, error) {
+func slotState(ctx context.Context, conn *pgx.Conn, slot string) (capture.LSN, bool, error) {
 	var lsn string
 	var active bool
 	err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn::text, '0/0'), active FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&lsn, &active)
 	if err != nil {
 		return 0, false, fmt.Errorf("reading slot %s: %w", slot, err)
 	}
-	l, err := pglogrepl.ParseLSN(lsn)
+	l, err := capture.ParseLSN(lsn)
 	if err != nil {
 		return 0, false, fmt.Errorf("parsing confirmed_flush_lsn %q of slot %s: %w", lsn, slot, err)
 	}
@@ -115,7 +116,7 @@ func slotState(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN,
 
 // waitConfirmed polls the slot until its confirmed_flush_lsn reaches target
 // and returns when it did; seen holds the latest value for progress lines.
-func waitConfirmed(ctx context.Context, conn *pgx.Conn, slot string, target pglogrepl.LSN, seen *atomic.Uint64) (time.Time, pglogrepl.LSN, error) {
+func waitConfirmed(ctx context.Context, conn *pgx.Conn, slot string, target capture.LSN, seen *atomic.Uint64) (time.Time, capture.LSN, error) {
 	for {
 		lsn, _, err := slotState(ctx, conn, slot)
 		if err != nil {
@@ -212,7 +213,7 @@ func withSSLMode(dsn, mode string) string {
 	return base + "?" + strings.Join(append(params, "sslmode="+url.QueryEscape(mode)), "&")
 }
 
-func recvlogicalCmd(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) *exec.Cmd {
+func recvlogicalCmd(ctx context.Context, bin, pgURL, slot, publication string, endpos capture.LSN) *exec.Cmd {
 	args := []string{"-d", pgURL, "--slot", slot, "--start",
 		"-o", "proto_version=1", "-o", "publication_names=" + publication, "--no-loop", "-f", "/dev/null"}
 	if endpos != 0 {
@@ -225,7 +226,7 @@ func recvlogicalCmd(ctx context.Context, bin, pgURL, slot, publication string, e
 
 // runRecvlogical times pg_recvlogical from start to its exit at endpos and
 // returns its user + system CPU.
-func runRecvlogical(ctx context.Context, bin, pgURL, slot, publication string, endpos pglogrepl.LSN) (time.Duration, time.Duration, error) {
+func runRecvlogical(ctx context.Context, bin, pgURL, slot, publication string, endpos capture.LSN) (time.Duration, time.Duration, error) {
 	cmd := recvlogicalCmd(ctx, bin, pgURL, slot, publication, endpos)
 	t0 := time.Now()
 	if err := cmd.Run(); err != nil {

@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // serveHTTP listens on addr at once (so a taken port fails the start, not
@@ -94,7 +95,7 @@ func logProgress(ctx context.Context, m *metrics, log *slog.Logger, interval tim
 				"events_total", events,
 				"lag_bytes", m.lagBytes(),
 				"lag_seconds", roundTo(m.lagSeconds(now), 3),
-				"confirmed_lsn", pglogrepl.LSN(m.confirmed.Load()).String(),
+				"confirmed_lsn", capture.LSN(m.confirmed.Load()).String(),
 				"in_flight_records", records,
 				"in_flight_bytes", bytes)
 		}

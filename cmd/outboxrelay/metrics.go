@@ -5,12 +5,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // kafkaFresh is how long a Kafka answer keeps the relay ready: a little
@@ -44,8 +45,8 @@ type metrics struct {
 	stateGauge     *prometheus.GaugeVec
 
 	events    atomic.Uint64 // records published, for the progress line's rate
-	confirmed atomic.Uint64 // pglogrepl.LSN
-	received  atomic.Uint64 // pglogrepl.LSN: the server's WAL end
+	confirmed atomic.Uint64 // capture.LSN
+	received  atomic.Uint64 // capture.LSN: the server's WAL end
 	oldest    atomic.Int64  // unix nanos: commit time of the oldest unconfirmed transaction; 0: none
 	kafkaOK   atomic.Int64  // unix nanos of the last Kafka success (ack or ping)
 	kafkaFail atomic.Int64  // unix nanos of the last Kafka failure
@@ -183,7 +184,7 @@ func (m *metrics) Skipped(reason string) {
 }
 
 // Received implements replication.Observer.
-func (m *metrics) Received(confirmed, serverWALEnd pglogrepl.LSN) {
+func (m *metrics) Received(confirmed, serverWALEnd capture.LSN) {
 	m.received.Store(uint64(serverWALEnd))
 	storeMax(&m.confirmed, uint64(confirmed))
 }
@@ -198,7 +199,7 @@ func (m *metrics) Pending(oldest time.Time) {
 }
 
 // Confirmed implements replication.Observer.
-func (m *metrics) Confirmed(lsn pglogrepl.LSN) { storeMax(&m.confirmed, uint64(lsn)) }
+func (m *metrics) Confirmed(lsn capture.LSN) { storeMax(&m.confirmed, uint64(lsn)) }
 
 // storeMax keeps the highest LSN: a new session starts from what the server
 // knows, which may be behind what this process confirmed.

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // TestMetricsWiring: what the observers report shows up as the documented
@@ -112,7 +113,7 @@ func TestMetricsWiring(t *testing.T) {
 			t.Errorf("series %s missing from the registry", n)
 		}
 	}
-	if got := pglogrepl.LSN(m.confirmed.Load()); got != 0x1800 {
+	if got := capture.LSN(m.confirmed.Load()); got != 0x1800 {
 		t.Errorf("confirmed %s, want 0/1800", got)
 	}
 }

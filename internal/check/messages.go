@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // maxPeekedChanges bounds what messages reads of the slot.
@@ -77,7 +77,7 @@ func (c *checker) peekMessages(ctx context.Context) {
 			skipped++
 			continue
 		}
-		at, _ := pglogrepl.ParseLSN(lsn)
+		at, _ := capture.ParseLSN(lsn)
 		ev.Table, ev.CommitLSN = router.MessageTable(l.Prefix), uint64(at)
 		ev.Columns[0] = router.Column{Name: router.MessagePrefixColumn, Value: router.Value{OID: 25, Text: []byte(l.Prefix)}}
 		ev.Columns[1] = router.Column{Name: router.MessageContentColumn, Value: router.Value{OID: 17, Text: l.Content}}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/setup"
 	"github.com/outboxrelay/outboxrelay/replication"
@@ -85,7 +83,7 @@ func describeStart(plan replication.Plan, slot replication.Slot, cfg *replicatio
 // the slot and the recorded end (transactions in Kafka already), and the
 // events of the transaction Debezium stopped inside, which the slot sends
 // again.
-func skipped(from pglogrepl.LSN, known capture.Known) string {
+func skipped(from capture.LSN, known capture.Known) string {
 	var parts []string
 	if known.Recorded > from {
 		parts = append(parts, fmt.Sprintf("skip %d bytes of WAL already published (transactions committed before %s)", uint64(known.Recorded-from), known.Recorded))

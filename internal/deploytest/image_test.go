@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // imageMaxBytes is the size the image must stay under.
@@ -99,10 +99,10 @@ func TestImage(t *testing.T) {
 		t.Errorf("docker stop took %s (grace %s), exit code and OOM-killed: %q; want exit 0 within the grace period", took.Round(time.Millisecond), stopGrace, state)
 	}
 	if got := testbed.ConfirmedFlush(t, admin, slot); got < lastEnd {
-		t.Errorf("after docker stop the slot confirmed %s; want at least the last commit's end %s", pglogrepl.LSN(got), pglogrepl.LSN(lastEnd))
+		t.Errorf("after docker stop the slot confirmed %s; want at least the last commit's end %s", capture.LSN(got), capture.LSN(lastEnd))
 	}
 	t.Logf("image %s: both events over TLS, /readyz 200, docker stop in %s with exit 0, slot confirmed past %s",
-		img, took.Round(time.Millisecond), pglogrepl.LSN(lastEnd))
+		img, took.Round(time.Millisecond), capture.LSN(lastEnd))
 }
 
 // hardened is docker run with what the Kubernetes manifest asks for: the

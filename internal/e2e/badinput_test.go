@@ -25,6 +25,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // committed is one outbox row committed in a transaction of its own.
@@ -33,7 +35,7 @@ type committed struct {
 	// inside is the WAL insert position after the INSERT, before COMMIT:
 	// the transaction's commit record starts at or after it. after is the
 	// position once COMMIT returned, past the end of that record.
-	inside, after pglogrepl.LSN
+	inside, after capture.LSN
 }
 
 // insertCommitted runs one INSERT … RETURNING id in its own transaction.
@@ -55,14 +57,14 @@ func insertCommitted(t *testing.T, conn *pgx.Conn, sql string, args ...any) comm
 	if err := tx.QueryRow(ctx, insertLSN).Scan(&lsn); err != nil {
 		t.Fatalf("reading the WAL insert position: %v", err)
 	}
-	c.inside = pglogrepl.LSN(lsn)
+	c.inside = capture.LSN(lsn)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("COMMIT: %v", err)
 	}
 	if err := conn.QueryRow(ctx, insertLSN).Scan(&lsn); err != nil {
 		t.Fatalf("reading the WAL insert position: %v", err)
 	}
-	c.after = pglogrepl.LSN(lsn)
+	c.after = capture.LSN(lsn)
 	return c
 }
 
@@ -115,7 +117,7 @@ func messageLSN(t *testing.T, msg string, c committed) string {
 		t.Errorf("the message names no LSN: %s", msg)
 		return "<LSN>"
 	}
-	lsn, err := pglogrepl.ParseLSN(m[1])
+	lsn, err := capture.ParseLSN(m[1])
 	if err != nil {
 		t.Errorf("the message's LSN %s: %v", m[1], err)
 		return "<LSN>"
@@ -165,7 +167,7 @@ func stopsAtPoison(t *testing.T, f *fixture, cfg string, withGood bool, poisonSQ
 			t.Errorf("the slot confirmed %s, not the row before the poison row (committed after %s)", confirmed, pc.good.inside)
 		}
 	}
-	if lsn, err := pglogrepl.ParseLSN(pc.lsn); err == nil && confirmed > lsn {
+	if lsn, err := capture.ParseLSN(pc.lsn); err == nil && confirmed > lsn {
 		t.Errorf("the slot confirmed %s, past the poison row's commit %s: a restart would skip it", confirmed, lsn)
 	}
 	return pc

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // TestFailoverKillActive: two relays run the same config; the second waits
@@ -36,7 +36,7 @@ func TestFailoverKillActive(t *testing.T) {
 	txs := l.finish(t)
 	n := len(loadIDs(txs))
 	recs := f.consume(t, f.topic("orders"), n, 60*time.Second, 2*time.Second)
-	checkAtLeastOnce(t, "failover", txs, recs, []pglogrepl.LSN{confirmed})
+	checkAtLeastOnce(t, "failover", txs, recs, []capture.LSN{confirmed})
 	t.Logf("failover: the standby streamed %s after the active relay was killed; %d events", took.Round(10*time.Millisecond), n)
 	if took > 15*time.Second {
 		t.Errorf("the standby took %s to take over; want a few seconds", took)

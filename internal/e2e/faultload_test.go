@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // faultTxSizes are the fault load's transaction sizes, in turn: single
@@ -50,7 +51,7 @@ type faultLoadStats struct {
 	// commits maps a committed transaction's number to the WAL insert
 	// position read right after its commit returned: at or past the end
 	// of its commit record.
-	commits    map[int64]pglogrepl.LSN
+	commits    map[int64]capture.LSN
 	events     int // rows of the transactions in commits
 	failed     int // transactions whose commit was not seen answered
 	reconnects int
@@ -109,7 +110,7 @@ func startFaultLoadSQL(t *testing.T, b *privateBed, f *fixture, rate int, insert
 		insert: insert,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
-		stats:  faultLoadStats{commits: map[int64]pglogrepl.LSN{}},
+		stats:  faultLoadStats{commits: map[int64]capture.LSN{}},
 	}
 	conn := b.connect(t) // the first connection must work
 	go l.run(conn)
@@ -191,7 +192,7 @@ func (l *faultLoad) run(conn *pgx.Conn) {
 
 // commit inserts one transaction of rows events and returns the WAL insert
 // position read right after the commit.
-func (l *faultLoad) commit(conn *pgx.Conn, tx int64, rows int) (pglogrepl.LSN, error) {
+func (l *faultLoad) commit(conn *pgx.Conn, tx int64, rows int) (capture.LSN, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := conn.Exec(ctx, l.insert, tx, rows); err != nil {
@@ -201,7 +202,7 @@ func (l *faultLoad) commit(conn *pgx.Conn, tx int64, rows int) (pglogrepl.LSN, e
 	if err := conn.QueryRow(ctx, `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`).Scan(&lsn); err != nil {
 		return 0, fmt.Errorf("load: reading the WAL insert position: %w", err)
 	}
-	return pglogrepl.LSN(lsn), nil
+	return capture.LSN(lsn), nil
 }
 
 // reconnect connects again every 200 ms until it works or the load stops.

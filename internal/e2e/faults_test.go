@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 	"github.com/outboxrelay/outboxrelay/internal/verify"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // faultPlan is how hard TestFaults pushes: the short form runs in make
@@ -58,8 +58,8 @@ func TestFaults(t *testing.T) {
 // crashKill is what the crash loop saw at one SIGKILL.
 type crashKill struct {
 	uptime    time.Duration          // of the relay it killed
-	wal       pglogrepl.LSN          // pg_current_wal_lsn just before the kill
-	confirmed pglogrepl.LSN          // the slot's confirmed_flush_lsn once the walsender was gone
+	wal       capture.LSN            // pg_current_wal_lsn just before the kill
+	confirmed capture.LSN            // the slot's confirmed_flush_lsn once the walsender was gone
 	ends      map[partitionKey]int64 // end offsets once the relay was dead
 }
 
@@ -178,7 +178,7 @@ type redeliveries struct {
 // legitimate only when its transaction ended past the slot's confirmed LSN
 // at kill k-1: the load's commit position (read right after the commit) ≤
 // that LSN proves the commit was confirmed.
-func accountRedeliveries(kills []crashKill, events []verify.Event, deliveries []verify.Delivery, commits map[int64]pglogrepl.LSN) redeliveries {
+func accountRedeliveries(kills []crashKill, events []verify.Event, deliveries []verify.Delivery, commits map[int64]capture.LSN) redeliveries {
 	acc := redeliveries{again: make([]int, len(kills)+1)}
 	byID := make(map[string]verify.Event, len(events))
 	for _, ev := range events {
@@ -440,7 +440,7 @@ func waitWalsender(t *testing.T, f *fixture, old int32, timeout time.Duration) t
 
 // waitConfirmedPast polls the slot until its confirmed_flush_lsn is past
 // lsn or timeout passes.
-func waitConfirmedPast(t *testing.T, f *fixture, lsn pglogrepl.LSN, timeout time.Duration) (time.Duration, bool) {
+func waitConfirmedPast(t *testing.T, f *fixture, lsn capture.LSN, timeout time.Duration) (time.Duration, bool) {
 	t.Helper()
 	start := time.Now()
 	for time.Since(start) < timeout {

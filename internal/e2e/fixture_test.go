@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 	"github.com/outboxrelay/outboxrelay/replication"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // nameSeq makes names unique among the tests of one process; the time
@@ -164,19 +165,19 @@ func queryIDs(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]i
 }
 
 // walLSN returns pg_current_wal_lsn().
-func walLSN(t *testing.T, conn *pgx.Conn) pglogrepl.LSN {
+func walLSN(t *testing.T, conn *pgx.Conn) capture.LSN {
 	t.Helper()
 	var lsn uint64
 	if err := conn.QueryRow(context.Background(), `SELECT (pg_current_wal_lsn() - '0/0')::bigint`).Scan(&lsn); err != nil {
 		t.Fatalf("reading pg_current_wal_lsn: %v", err)
 	}
-	return pglogrepl.LSN(lsn)
+	return capture.LSN(lsn)
 }
 
 // confirmedFlush returns the slot's confirmed_flush_lsn.
-func confirmedFlush(t *testing.T, conn *pgx.Conn, slot string) pglogrepl.LSN {
+func confirmedFlush(t *testing.T, conn *pgx.Conn, slot string) capture.LSN {
 	t.Helper()
-	return pglogrepl.LSN(testbed.ConfirmedFlush(t, conn, slot))
+	return capture.LSN(testbed.ConfirmedFlush(t, conn, slot))
 }
 
 // waitStreaming waits until the relay streams from the fixture's slot: a

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // TestIdleOutboxFollowsWAL: while the outbox stays idle and another table
@@ -47,7 +47,7 @@ func TestIdleOutboxFollowsWAL(t *testing.T) {
 	// end of the first transaction that went past it.
 	type walAt struct {
 		at  time.Time
-		lsn pglogrepl.LSN
+		lsn capture.LSN
 	}
 	var written []walAt
 	started := time.Now()
@@ -100,7 +100,7 @@ func TestIdleOutboxFollowsWAL(t *testing.T) {
 
 // waitConfirmed polls the slot until its confirmed_flush_lsn reaches
 // target or timeout passes.
-func waitConfirmed(t *testing.T, f *fixture, target pglogrepl.LSN, timeout time.Duration) (time.Duration, bool) {
+func waitConfirmed(t *testing.T, f *fixture, target capture.LSN, timeout time.Duration) (time.Duration, bool) {
 	t.Helper()
 	start := time.Now()
 	for time.Since(start) < timeout {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // loadTx is one committed transaction of a load.
@@ -15,7 +15,7 @@ type loadTx struct {
 	ids []int64
 	// lsnAfter is pg_current_wal_insert_lsn() read right after the commit
 	// returned: at or past the end of the transaction's commit record.
-	lsnAfter pglogrepl.LSN
+	lsnAfter capture.LSN
 }
 
 // load inserts rowsPerTx events every tick, each batch one transaction,
@@ -55,7 +55,7 @@ func startLoad(t *testing.T, f *fixture, rowsPerTx int, tick time.Duration) *loa
 				l.err = fmt.Errorf("load: reading the WAL insert position: %w", err)
 				return
 			}
-			l.txs = append(l.txs, loadTx{ids: ids, lsnAfter: pglogrepl.LSN(lsn)})
+			l.txs = append(l.txs, loadTx{ids: ids, lsnAfter: capture.LSN(lsn)})
 		}
 	}()
 	t.Cleanup(func() { l.halt() })

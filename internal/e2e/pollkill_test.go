@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 	"github.com/outboxrelay/outboxrelay/internal/verify"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // pollAggregates is how many aggregates the poll kill test writes to.
@@ -63,7 +64,7 @@ func TestPollReplicasKilled(t *testing.T) {
 			SELECT 'order', 'agg-' || (($1::bigint * 7 + g) %% %d), jsonb_build_object('tx', $1::bigint, 'g', g)
 			FROM generate_series(1, $2::int) g ORDER BY g`, f.name, pollAggregates),
 		stop: make(chan struct{}), done: make(chan struct{}),
-		stats: faultLoadStats{commits: map[int64]pglogrepl.LSN{}},
+		stats: faultLoadStats{commits: map[int64]capture.LSN{}},
 	}
 	go l.run(connect(t))
 	t.Cleanup(l.halt)

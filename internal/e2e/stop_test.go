@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // Both tests run a steady load of about 1,000 events/s in transactions of
@@ -54,12 +54,12 @@ func interruptUnderLoad(t *testing.T, f *fixture, cycles int, interrupt func(*re
 // checks that the slot got the final status update: once the walsender is
 // gone, confirmed_flush_lsn must be what the relay logged as confirmed when
 // it stopped. It returns how long the exit took and the slot's LSN.
-func sigterm(t *testing.T, f *fixture, r *relayProc) (time.Duration, pglogrepl.LSN) {
+func sigterm(t *testing.T, f *fixture, r *relayProc) (time.Duration, capture.LSN) {
 	t.Helper()
 	took := r.stop(t, 5*time.Second).Round(time.Millisecond)
 	waitSlotInactive(t, f.admin, f.name, 10*time.Second)
 	slot := confirmedFlush(t, f.admin, f.name)
-	logged, err := pglogrepl.ParseLSN(r.logValue("stream stopped", "confirmed"))
+	logged, err := capture.ParseLSN(r.logValue("stream stopped", "confirmed"))
 	if err != nil {
 		t.Errorf("no `stream stopped confirmed=LSN` line in the relay log: %v", err)
 	} else if slot != logged {
@@ -69,7 +69,7 @@ func sigterm(t *testing.T, f *fixture, r *relayProc) (time.Duration, pglogrepl.L
 }
 
 // checkOnce reports missing and duplicated events of txs in recs.
-func checkOnce(t *testing.T, what string, txs []loadTx, recs []record, confirmed []pglogrepl.LSN) {
+func checkOnce(t *testing.T, what string, txs []loadTx, recs []record, confirmed []capture.LSN) {
 	t.Helper()
 	want := loadIDs(txs)
 	counts := countIDs(recs)
@@ -99,7 +99,7 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "term")
 	var took []time.Duration
-	var confirmed []pglogrepl.LSN
+	var confirmed []capture.LSN
 	txs, recs := interruptUnderLoad(t, f, 3, func(r *relayProc) []loadTx {
 		d, c := sigterm(t, f, r)
 		took, confirmed = append(took, d), append(confirmed, c)
@@ -118,7 +118,7 @@ func TestSIGTERMMidTransaction(t *testing.T) {
 	const burst, seen = 20000, 2000
 	f := newFixture(t, "termtx")
 	var took time.Duration
-	var confirmed pglogrepl.LSN
+	var confirmed capture.LSN
 	var published int64
 	txs, recs := interruptUnderLoad(t, f, 1, func(r *relayProc) []loadTx {
 		before := endOffset(t, f.topic("orders"))
@@ -138,7 +138,7 @@ func TestSIGTERMMidTransaction(t *testing.T) {
 		return []loadTx{{ids: ids, lsnAfter: after}}
 	})
 	t.Logf("SIGTERM after %d records of the burst and load were published: exit 0 after %s; slot confirmed %s", published, took, confirmed)
-	checkOnce(t, "after SIGTERM mid-transaction and restart", txs, recs, []pglogrepl.LSN{confirmed})
+	checkOnce(t, "after SIGTERM mid-transaction and restart", txs, recs, []capture.LSN{confirmed})
 }
 
 // endOffset is the end offset of a single-partition topic.
@@ -155,7 +155,7 @@ func endOffset(t *testing.T, topic string) int64 {
 func TestSIGKILLUnderLoadThenRestart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "kill")
-	var confirmed []pglogrepl.LSN
+	var confirmed []capture.LSN
 	txs, recs := interruptUnderLoad(t, f, 2, func(r *relayProc) []loadTx {
 		r.signal(t, syscall.SIGKILL)
 		if code := r.wait(t, 5*time.Second); code != -1 {
@@ -171,7 +171,7 @@ func TestSIGKILLUnderLoadThenRestart(t *testing.T) {
 // checkAtLeastOnce asserts what a crash may do: no event missing, and a
 // transaction arrives at most once plus once for each crash whose confirmed
 // LSN it was past (at-least-once, never skipping ahead). It logs the counts.
-func checkAtLeastOnce(t *testing.T, what string, txs []loadTx, recs []record, confirmed []pglogrepl.LSN) {
+func checkAtLeastOnce(t *testing.T, what string, txs []loadTx, recs []record, confirmed []capture.LSN) {
 	t.Helper()
 	want := loadIDs(txs)
 	counts := countIDs(recs)
@@ -221,7 +221,7 @@ func checkAtLeastOnce(t *testing.T, what string, txs []loadTx, recs []record, co
 // reportTxs logs the first transactions with missing or duplicated
 // events, and where their commits lie against the confirmed LSNs of the
 // interruptions.
-func reportTxs(t *testing.T, txs []loadTx, counts map[int64]int, confirmed []pglogrepl.LSN) {
+func reportTxs(t *testing.T, txs []loadTx, counts map[int64]int, confirmed []capture.LSN) {
 	t.Helper()
 	shown := 0
 	for i, tx := range txs {
@@ -237,7 +237,7 @@ func reportTxs(t *testing.T, txs []loadTx, counts map[int64]int, confirmed []pgl
 		if lost == 0 && twice == 0 {
 			continue
 		}
-		prev := pglogrepl.LSN(0)
+		prev := capture.LSN(0)
 		if i > 0 {
 			prev = txs[i-1].lsnAfter
 		}
