@@ -1,7 +1,6 @@
 // Package capture is the seam between a capture source (PostgreSQL's
-// logical replication, package replication, whose stream also carries
-// logical decoding messages; polling the outbox table, package poll) and
-// the relay: what a source yields, and what it needs to know back.
+// logical replication today; polling or logical decoding messages later)
+// and the relay: what a source yields, and what it needs to know back.
 //
 // A source yields the committed transactions of the outbox tables in commit
 // order, as a stream of Events from one goroutine: Begin, the transaction's
