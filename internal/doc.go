@@ -1,8 +1,4 @@
-// Package internal groups helpers that are not part of outboxrelay's public
-// API: the test bed (internal/testbed), configuration parsing shared by the
-// commands (internal/config, internal/textlist, internal/msgprefix: the
-// message prefix lists the relay and outbox.Emitter share), and reading
-// topics back for the verifier, the conformance runner and the tests
-// (internal/kafkaread); socket reads and writes that leave the runtime's
-// monitor thread asleep (internal/rawconn).
+// Package internal holds the packages that are not part of outboxrelay's
+// public API. What each one owns, and what it may not import, is in the
+// one package table of DESIGN.md ("Packages").
 package internal

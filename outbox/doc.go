@@ -74,8 +74,8 @@
 // transaction instead of rows: still atomic with the business write, with
 // no table to grow, vacuum or clean up. The JSON object's members are named
 // by the same Options; the relay routes it when its connector JSON chains
-// DecodeLogicalDecodingMessageContent before the EventRouter (see the
-// README, An outbox without a table). Options.MessagePrefix (from
+// DecodeLogicalDecodingMessageContent before the EventRouter (see
+// docs/messages.md). Options.MessagePrefix (from
 // message.prefix.include.list with LoadOptions, when that is one literal
 // prefix; otherwise LoadOptions asks for it) is the prefix. NewEmitter
 // refuses a prefix the relay's prefix lists would skip.

@@ -26,7 +26,7 @@ const DefaultMessagePrefix = "outbox"
 // is decoded only if the transaction commits), but no outbox table grows,
 // is vacuumed or cleaned up. The relay routes the messages when its
 // connector JSON chains Debezium's DecodeLogicalDecodingMessageContent
-// before the EventRouter (README: An outbox without a table). The content
+// before the EventRouter (docs/messages.md). The content
 // is a JSON object whose members are named by the same Options as a table
 // write: {"<IDColumn>": …, "<RouteColumn>": …, "<KeyColumn>": …,
 // "<PayloadColumn>": …, plus Event.Columns}. Emitter is safe for

@@ -113,8 +113,8 @@ func (t *Tx) Add(n int) {
 // Ack records the outcome of one record of the transaction, as reported by
 // the sink. A nil err means Kafka acknowledged it. A non-nil err means the
 // sink has given up on it (retrying is the sink's job): the transaction and
-// every later one stay unconfirmed forever, Err returns the failure and
-// Failed is closed. Earlier transactions still get confirmed as their acks
+// every later one stay unconfirmed forever and Err returns the failure
+// (ErrRecordFailed). Earlier transactions still get confirmed as their acks
 // arrive, so the relay can stop reading, flush the producer, confirm
 // everything before the failed record and exit; a restart stops at the same
 // record again.

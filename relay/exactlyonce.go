@@ -24,7 +24,8 @@ type Transactional interface {
 	// whether every record sent is committed.
 	Committed() (capture.LSN, bool)
 	// Err is the failure that ended the sink's transactions: retried as a
-	// new session (sink.ErrTxnAborted) or final (sink.ErrTxnFenced).
+	// new session (sink.ErrTxnAborted) or final (sink.ErrTxnFenced,
+	// sink.ErrTxnRejected).
 	Err() error
 	// SessionOrigin sets the server and timeline of the positions this
 	// session records and returns those of the position Load read ("":

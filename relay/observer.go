@@ -14,7 +14,8 @@ type Observer interface {
 	// commitTime (zero for snapshot rows) with bytes of key and value.
 	Published(topic string, bytes int, commitTime time.Time)
 	// Skipped: a row was deliberately not published; reason is update,
-	// delete or routed_to_nothing.
+	// delete, routed_to_nothing or committed_in_kafka (covered by the
+	// recorded position: invariant 11).
 	Skipped(reason string)
 	// DeadLettered: the poison policy dealt with a row (dead-lettered, or
 	// skipped under errors.tolerance=all).

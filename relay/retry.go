@@ -61,13 +61,14 @@ func (r *relay) retry(ctx context.Context) error {
 }
 
 // retryable decides, in one place, whether an error ends the relay or only
-// the session. A poison row, a record the sink gave up on and an offsets
-// topic that cannot be used are final
-// (the sink already retries transient Kafka errors forever; checked before
-// the source's rule, because kafka-go's error codes look like network
-// errors), and so is a certificate that does not verify. The source rules
-// on the rest: network failures and server shutdowns are retried;
-// configuration, permission and data errors are not.
+// the session. Final: a poison row, a record the sink gave up on, a
+// Debezium position from an unfinished snapshot, an offsets topic that
+// cannot be used, a fenced or refused Kafka transaction (an aborted one is
+// retried), and a certificate that does not verify. These are checked
+// before the source's rule, because kafka-go's error codes look like
+// network errors (the sink already retries transient Kafka errors
+// forever). The source rules on the rest: network failures and server
+// shutdowns are retried; configuration, permission and data errors are not.
 func (r *relay) retryable(err error) bool {
 	var rowErr *router.RowError
 	switch {

@@ -137,7 +137,7 @@ type Config struct {
 	ValueConverter Converter // value.converter (+ value.converter.schemas.enable)
 	// DecimalHandlingMode is the connector's decimal.handling.mode; it only
 	// decides how a numeric column is written inside JSON ("string": a JSON
-	// string, "double": a JSON number, "precise": see README.md (Compatibility with Debezium)).
+	// string, "double": a JSON number, "precise": see docs/configuration.md, decimal.handling.mode).
 	DecimalHandlingMode string
 	// ExtendedHeaders is extended.headers.enabled; outboxrelay's default is
 	// false (Debezium 3.2.1+ defaults to true).

@@ -13,6 +13,6 @@
 // *RowError that names the row's LSN, event id, column and config key.
 // Records point into a per-Router arena that the next Route call reuses
 // (see Route), which keeps the hot path at one allocation per row.
-// README.md (Compatibility with Debezium) lists every option and every deliberate difference
-// from Debezium.
+// docs/configuration.md lists every option and docs/compatibility.md every
+// deliberate difference from Debezium.
 package router

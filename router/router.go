@@ -410,7 +410,7 @@ func (r *Router) value(ev *Event, payload *Column, routeValue []byte, eid string
 		buf, err = r.appendValueWithSchema(buf, ev, payload, routeValue, eid)
 	case r.hasEnvelope:
 		// StringConverter would print a Connect Struct's toString(); the
-		// JSON envelope is written instead (README.md (Compatibility with Debezium)).
+		// JSON envelope is written instead (docs/compatibility.md).
 		buf = append(buf, `{"payload":`...)
 		buf, _, err = r.appendPayloadJSON(buf, ev, payload, eid)
 		if err == nil {

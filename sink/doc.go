@@ -1,6 +1,8 @@
 // Package sink owns the Kafka side of outboxrelay: the producer (acks=all,
-// Java-compatible murmur2 partitioning), topic creation and the dead-letter
-// topic. Each record is sent asynchronously and acknowledged through a
+// Java-compatible murmur2 partitioning, idempotent by default), topic
+// creation, the dead-letter topic, the offsets topic that records the
+// confirmed position (Offsets, offsets.go) and the transactional sink of
+// exactly-once (TxnSink, txn*.go). Each record is sent asynchronously and acknowledged through a
 // per-record callback, which the checkpoint uses to move the confirmed LSN.
 //
 // # Why not kafka-go's Writer

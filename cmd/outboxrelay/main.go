@@ -1,10 +1,12 @@
-// Command outboxrelay streams transactional-outbox rows from PostgreSQL's
-// logical replication to Kafka, routing them exactly as Debezium's Outbox
-// EventRouter does, from the same connector JSON.
+// Command outboxrelay streams transactional-outbox rows from PostgreSQL
+// (logical replication, or polling with outbox.capture.mode=poll) to Kafka,
+// routing them exactly as Debezium's Outbox EventRouter does, from the same
+// connector JSON.
 //
-//	outboxrelay run --config connector.json [--kafka-brokers host:port] [--http-addr :8080]
-//	outboxrelay check --config connector.json [--kafka-brokers host:port]
-//	outboxrelay sql [--pg-version 18]
+//	outboxrelay run --config connector.json [--kafka-brokers host:port] [--http-addr :8080] [--shadow]
+//	outboxrelay check --config connector.json [--kafka-brokers host:port] [--shadow]
+//	outboxrelay verify --config connector.json [--where …] [--order-by …] [--emitted FILE] [--shadow]
+//	outboxrelay sql [--pg-version 18] [--mode poll]
 //	outboxrelay version
 package main
 
@@ -306,8 +308,8 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // twice that between collections. With 50 the heap peaks at 1.5 times it:
 // draining 200,000 events at 100 rows per transaction exactly-once, peak
 // RSS 35.2 and 35.9 MiB against 39.7 and 40.3 MiB, for 3 more points of
-// CPU in the collector (9 and 11 % against 6 and 8 %; DESIGN.md, "What an
-// event costs").
+// CPU in the collector (9 and 11 % against 6 and 8 %; docs/performance.md, "What
+// an event costs").
 func memoryLimit(bufferMemory int64, log *slog.Logger) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)

@@ -32,7 +32,7 @@ func (s Section) String() string {
 	return strings.Join(parts, "+")
 }
 
-// Where a key comes from; the README groups keys by it.
+// Where a key comes from; docs/configuration.md groups keys by it.
 const (
 	OriginDebezium    = "Debezium PostgreSQL connector"
 	OriginEventRouter = "Debezium Outbox EventRouter"

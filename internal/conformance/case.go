@@ -6,7 +6,7 @@
 //
 // The cases are SQL scripts in testdata/conformance with a small header (see
 // ParseCase). A record pair is "byte-equal", or equal once a documented
-// difference (README.md (Compatibility with Debezium), named in the case) is applied; anything
+// difference (docs/compatibility.md, named in the case) is applied; anything
 // else fails the run. The test writes a Markdown report.
 package conformance
 
@@ -54,8 +54,7 @@ type Case struct {
 	CI          bool
 	CustomTable bool
 	// PollOrderColumn: the case commits one aggregate's rows out of their
-	// order-column order, where poll mode follows the column (README, Poll
-	// mode); its records are compared per key as sets.
+	// order-column order, where poll mode follows the column (docs/poll-mode.md); its records are compared per key as sets.
 	PollOrderColumn bool
 	Setup           string
 	Steps           []Step

@@ -34,7 +34,7 @@ type Header struct {
 // Difference is a documented way outboxrelay's records may differ from
 // Debezium's, with the rule that makes them equal again.
 type Difference struct {
-	Doc string // what differs, and where README.md (Compatibility with Debezium) says so
+	Doc string // what differs, and where docs/compatibility.md or docs/configuration.md says so
 	// Implicit differences apply to every case that does not opt out; they
 	// come from the connector JSON's defaults, not from the case.
 	Implicit bool
@@ -44,34 +44,34 @@ type Difference struct {
 var Differences = map[string]Difference{
 	"extended-headers": {Implicit: true, Doc: "Debezium 3.2.1+ adds `__debezium.context.*` headers " +
 		"(extended.headers.enabled, Connect default true); outboxrelay's default is false " +
-		"(README, Compatibility: converter and connector keys). Debezium's context headers are left out of the comparison " +
+		"(docs/configuration.md, Converter and connector keys). Debezium's context headers are left out of the comparison " +
 		"unless the case sets extended.headers.enabled=true."},
 	"run-id": {Doc: "with extended.headers.enabled=true, `__debezium.context.runId` is a random UUID per start " +
 		"on both sides; its value is not compared, its place and form are."},
 	"json-expansion": {Doc: "table.expand.json.payload=true: Debezium rebuilds the payload with Jackson " +
 		"(numbers as doubles, nulls and empty arrays dropped, some shapes sent unexpanded), outboxrelay keeps PostgreSQL's " +
-		"text (spec section 3; README, Compatibility: JSON expansion). Compared as JSON with numbers as doubles, " +
+		"text (spec section 3; docs/compatibility.md, JSON expansion). Compared as JSON with numbers as doubles, " +
 		"null members and empty arrays removed, and Debezium's string fallback parsed."},
 	"float-text": {Doc: "real/double precision keep PostgreSQL's shortest text (`100`), Java writes `100.0` " +
-		"(README, Compatibility: column rendering). Compared as numbers: as doubles, or for `real` as the float32 both texts denote " +
+		"(docs/compatibility.md, The record). Compared as numbers: as doubles, or for `real` as the float32 both texts denote " +
 		"(PostgreSQL prints 1.5e10::real as `1.5000001e+10`, Java as `1.50000005E10`)."},
 	"unicode-escapes": {Doc: "characters beyond the Basic Multilingual Plane (emoji) in JSON values: Debezium's " +
 		"JsonConverter (Jackson) writes them as UTF-16 surrogate escapes (`\\uD83D\\uDE42`), outboxrelay as UTF-8, " +
-		"as PostgreSQL stores them (README, Compatibility: JSON expansion). Compared as bytes after decoding Debezium's " +
+		"as PostgreSQL stores them (docs/compatibility.md, JSON expansion). Compared as bytes after decoding Debezium's " +
 		"surrogate escapes."},
 	"restart-resend": {Doc: "after a restart, Debezium 3.7.1 may send again the whole transaction whose last event " +
 		"was a transactional logical decoding message (debezium/dbz#2004: its WalPositionLocator takes the recorded MESSAGE " +
 		"position for a non-transactional message's and resumes from the first LSN the walsender sends, which is before " +
-		"that transaction when the slot was not yet flushed past it); outboxrelay sends nothing twice (README, Migrating " +
-		"from Debezium). Debezium's records with the `id`, key and value of an earlier record of their partition are " +
+		"that transaction when the slot was not yet flushed past it); outboxrelay sends nothing twice (docs/migrating-from-debezium.md). " +
+		"Debezium's records with the `id`, key and value of an earlier record of their partition are " +
 		"counted and left out; outboxrelay must write exactly the case's records."},
 	"missing-envelope-null": {Doc: "table.field.additional.missing=ignore with an envelope placement: for an event " +
 		"that lacks the placement's field, Debezium 3.7.1 writes `\"<alias>\":null` or leaves the field out depending on " +
 		"the first event with the same payload schema since its start (EventRouterDelegate caches the value schema by " +
-		"payload schema); outboxrelay always leaves it out (README, Connector options: table.field.additional.missing). " +
+		"payload schema); outboxrelay always leaves it out (docs/configuration.md, EventRouter options: table.field.additional.missing). " +
 		"Compared with Debezium's top-level null members that outboxrelay's value lacks removed."},
 	"decimal-precise": {Doc: "decimal.handling.mode=precise: Debezium writes Base64 of the unscaled value, " +
-		"outboxrelay the decimal text (README, Compatibility: decimal.handling.mode). Compared as unscaled integers."},
+		"outboxrelay the decimal text (docs/configuration.md, Converter and connector keys: decimal.handling.mode). Compared as unscaled integers."},
 }
 
 func differenceNames() []string {

@@ -65,7 +65,7 @@ func (e *Env) runPoll(ctx context.Context, c *Case, n names) (logical, polled []
 	// Every table of the schema gets the dispatched column and an order
 	// column, and the role may set the first. The order column is a
 	// bigserial: the fixture's time-ordered ids are ordered only to the
-	// millisecond (README, Poll mode).
+	// millisecond (docs/poll-mode.md).
 	prep := []string{fmt.Sprintf(`DO $$DECLARE r record; BEGIN
 		FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = '%[1]s' LOOP
 			EXECUTE format('ALTER TABLE %%I.%%I ADD COLUMN dispatched_at timestamptz, ADD COLUMN poll_seq bigserial', '%[1]s', r.tablename);

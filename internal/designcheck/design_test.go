@@ -129,7 +129,7 @@ func TestNamedTestsExist(t *testing.T) {
 	}
 }
 
-// TestImportBoundaries pins the package map's "may not import" column.
+// TestImportBoundaries pins the package table's "may not import" column.
 func TestImportBoundaries(t *testing.T) {
 	const mod = "github.com/outboxrelay/outboxrelay/"
 	rules := map[string][]string{
@@ -248,6 +248,79 @@ func TestFunctionLength(t *testing.T) {
 			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > 80 {
 				t.Errorf("%s: %s is %d lines; split it (at most 80)", fset.Position(fd.Pos()), fd.Name.Name, n)
 			}
+		}
+	}
+}
+
+// packageSection is the heading of DESIGN.md's one package table.
+const packageSection = "Packages: what each owns, and may not import"
+
+// tablePackages returns the packages named in the first column of the
+// package table, in order, and the line each is on.
+func tablePackages(t *testing.T, doc string) map[string]int {
+	t.Helper()
+	i := strings.Index(doc, "\n## "+packageSection)
+	if i < 0 {
+		t.Fatalf("DESIGN.md has no section %q", packageSection)
+	}
+	line := strings.Count(doc[:i], "\n") + 2
+	section := doc[i+4:]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	rows := map[string]int{}
+	row := regexp.MustCompile("^\\| `([^`]+)` \\|")
+	for n, l := range strings.Split(section, "\n") {
+		if m := row.FindStringSubmatch(l); m != nil {
+			if _, dup := rows[m[1]]; dup {
+				t.Errorf("DESIGN.md line %d: package %s has a second row in the package table", line+n, m[1])
+			}
+			rows[m[1]] = line + n
+		}
+	}
+	return rows
+}
+
+// modulePackages lists every package of the module, relative to its root.
+func modulePackages(t *testing.T) []string {
+	t.Helper()
+	const mod = "github.com/outboxrelay/outboxrelay"
+	cmd := exec.Command("go", "list", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, mod), "/")
+		if rel == "" {
+			rel = "."
+		}
+		pkgs = append(pkgs, rel)
+	}
+	return pkgs
+}
+
+// TestPackageTable: DESIGN.md's package table is the only package map and
+// lists every package of the module once, and nothing that is not one.
+func TestPackageTable(t *testing.T) {
+	rows := tablePackages(t, design(t))
+	pkgs := modulePackages(t)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list ./... found %d packages; expected the module's", len(pkgs))
+	}
+	exists := map[string]bool{}
+	for _, p := range pkgs {
+		exists[p] = true
+		if _, ok := rows[p]; !ok {
+			t.Errorf("DESIGN.md's package table (section %q) has no row for package %s: add the row\n\t| `%s` | <what it owns> | <what it may not import, or —> |",
+				packageSection, p, p)
+		}
+	}
+	for p, line := range rows {
+		if !exists[p] {
+			t.Errorf("DESIGN.md line %d: the package table has a row for %s, which is not a package of the module: remove or rename the row", line, p)
 		}
 	}
 }

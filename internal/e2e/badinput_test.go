@@ -208,15 +208,15 @@ func TestBadInputNullRoute(t *testing.T) {
 // TestBadInputNullKey: a NULL aggregateid (the key column) is not poison.
 // Kafka allows a null key, and Debezium's EventRouter with StringConverter
 // sends one (spec section 2: "NULL stays a null key"); the relay does the
-// same, and the README's compatibility section says so.
+// same, and docs/compatibility.md (The record) says so.
 func TestBadInputNullKey(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "compatibility.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(doc), "StringConverter: the text of the key column (NULL → null key)") {
-		t.Errorf("README.md does not document that a NULL key column gives a null record key")
+		t.Errorf("docs/compatibility.md does not document that a NULL key column gives a null record key")
 	}
 
 	f := newFixture(t, "nullkey")

@@ -3,8 +3,9 @@
 // base sequence and the transactional flag, under a CRC-32C, as Java's
 // DefaultRecordBatch / MemoryRecordsBuilder write them. kafka-go's encoder
 // (protocol/record_v2.go) always writes -1 there, so it can produce neither
-// idempotently nor in a transaction; batches encoded here are sent through
-// kafka-go's raw produce request instead (ProduceBatch).
+// idempotently nor in a transaction; batches encoded here are sent as
+// kafka-go's raw produce requests instead (RecordSet; ProduceBatch over
+// kafka-go's Client, which the tests use).
 //
 // Encoding and decoding are pure functions over []byte. The decoder checks
 // every length against the bytes it has and the CRC before it trusts a field;
@@ -13,7 +14,8 @@
 //
 // TxnProducer, on top, is the transactional producer state machine
 // (InitProducerId, AddPartitionsToTxn, produce with sequences, EndTxn) over
-// kafka-go's Client. Committed and FetchCommitted read the way a Java
+// kafka-go's Client, AddPartitionsToTxn and EndTxn on a connection of its
+// own to the transaction coordinator when TxnConfig.Dial is set (txncoord.go). Committed and FetchCommitted read the way a Java
 // read_committed consumer does, which kafka-go's fetch does not (it
 // delivers aborted records).
 //

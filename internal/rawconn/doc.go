@@ -9,7 +9,7 @@
 // and went to sleep. Woken by a system call, sysmon polls every 20 µs for a
 // while: at a steady 1,000 events a second, where the relay goes idle and
 // wakes about once per event, sysmon's wake-ups and polls were a quarter of
-// the relay's CPU (perf, DESIGN.md "What an event costs").
+// the relay's CPU (perf, docs/performance.md "What an event costs").
 //
 // Wrap's connection makes the same non-blocking reads and writes with
 // syscall.RawSyscall, inside the connection's syscall.RawConn, so the

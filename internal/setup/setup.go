@@ -1,7 +1,9 @@
 // Package setup turns a loaded connector file into the parsed, validated
-// configuration of every component, once, for run and check alike: the
-// router's options (and placements), the PostgreSQL side, the producer,
-// the janitor and the poison-row policy. Nothing here connects.
+// configuration of every component, once, for run, check and verify alike:
+// the router's options (and placements), the PostgreSQL side, poll mode,
+// the producer, the offsets topic, exactly-once, the janitor and the
+// poison-row policy; Shadow turns it into a shadow run's. Nothing here
+// connects.
 package setup
 
 import (

@@ -17,7 +17,7 @@ const ShadowOffsetsTopic = "outboxrelay-shadow-offsets"
 const ShadowSlotSuffix = "_shadow"
 
 // Shadow turns set into a shadow run's beside the live Debezium connector
-// configured by the same file (README, Migrating from Debezium: Shadow
+// configured by the same file (docs/migrating-from-debezium.md: a shadow
 // run): a slot of its own (<slot.name>_shadow), an offsets topic of its
 // own, every topic it writes (routed, heartbeat, dead-letter) under
 // prefix, a transactional.id of its own, and no writes to the database

@@ -20,7 +20,7 @@ type ShadowReport struct {
 	// slot existed.
 	BeforeShadow int
 	// Documented counts the pairs equal only under a documented
-	// difference (README, Compatibility with Debezium), by its name.
+	// difference (docs/compatibility.md), by its name.
 	Documented  map[string]int
 	Differences []string // "event <id>: what differs"
 	OnlyLive    []string // event ids after the shadow started that it lacks
