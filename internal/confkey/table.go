@@ -246,7 +246,7 @@ func keyTable() []KeyDoc {
 		{Key: "outbox.capture.mode", Sections: SectionRelay, Origin: OriginOutboxrelay, Default: "logical",
 			Doc:     "logical: logical replication (slot, publication, wal_level=logical); poll: poll the outbox table (no slot, any wal_level, SELECT and UPDATE only)",
 			Values:  []string{"logical", "poll"},
-			Instead: "set outbox.capture.mode to logical (the default) or poll"},
+			Instead: "write logical (logical replication, the default) or poll (poll the outbox table: no slot, any wal_level)"},
 		{Key: "outbox.poll.interval.ms", Kind: KindMillis, Min: 1, Sections: SectionRelay, Origin: OriginOutboxrelay, Default: "500",
 			Doc: "poll mode: the longest wait between two polls while the outbox is idle"},
 		{Key: "outbox.poll.batch.size", Kind: KindInt, Min: 1, Max: 10000, Unit: "rows", Sections: SectionRelay, Origin: OriginOutboxrelay, Default: "100",
