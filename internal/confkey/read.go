@@ -55,29 +55,31 @@ func (v Values) Set(name string) bool {
 
 // decl returns the declaration of name and the key's trimmed value, or
 // the declared default when it is blank.
-func (v Values) decl(name string) (KeyDoc, string, bool, error) {
+func (v Values) decl(name string) (KeyDoc, string, error) {
 	d, ok := Lookup(v.table, name)
 	if !ok || d.Key != name {
-		return d, "", false, fmt.Errorf("confkey: %s is read but not declared in internal/confkey's table", name)
+		return d, "", fmt.Errorf("confkey: %s is read but not declared in internal/confkey's table", name)
 	}
-	s := strings.TrimSpace(v.m[v.Key(name)])
-	if s == "" {
-		return d, d.Default, false, nil
+	if s := strings.TrimSpace(v.m[v.Key(name)]); s != "" {
+		return d, s, nil
 	}
-	return d, s, true, nil
+	return d, d.Default, nil
 }
 
 // Text returns the key's trimmed value, or its declared default.
 func (v Values) Text(name string) (string, error) {
-	_, s, _, err := v.decl(name)
+	_, s, err := v.decl(name)
 	return s, err
 }
 
 // Bool reads a boolean as Kafka's ConfigDef does: true or false, any case.
 func (v Values) Bool(name string) (bool, error) {
-	d, s, _, err := v.decl(name)
+	d, s, err := v.decl(name)
 	if err != nil {
 		return false, err
+	}
+	if s == "" {
+		return false, nil // no default declared
 	}
 	b, err := ParseBool(s)
 	if err != nil {
@@ -100,9 +102,12 @@ func ParseBool(s string) (bool, error) {
 // Int reads an integer key (int, long or milliseconds) within its declared
 // range.
 func (v Values) Int(name string) (int64, error) {
-	d, s, _, err := v.decl(name)
+	d, s, err := v.decl(name)
 	if err != nil {
 		return 0, err
+	}
+	if s == "" {
+		return 0, nil // no default declared: the caller's zero means unset
 	}
 	n, reason := d.parseInt(s)
 	if reason != "" {
@@ -121,8 +126,8 @@ func (v Values) Millis(name string) (time.Duration, error) {
 // Enum reads a key with declared Values: the accepted value as declared
 // (enum values match in any case, class names exactly).
 func (v Values) Enum(name string) (string, error) {
-	d, s, set, err := v.decl(name)
-	if err != nil || !set && s == "" {
+	d, s, err := v.decl(name)
+	if err != nil || s == "" {
 		return s, err
 	}
 	if a, ok := d.match(s); ok {
