@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 )
 
 // EventRouterClass is the transforms.<alias>.type value of Debezium's outbox
@@ -188,30 +190,8 @@ func (c *Config) key(opt string) string {
 // configuration fails at start-up rather than on the first row. Each error
 // is a *ConfigError naming the key and what to write instead.
 func (c *Config) Validate() error {
-	defaults := []struct {
-		field *string
-		value string
-	}{
-		{&c.EventIDField, "id"},
-		{&c.EventKeyField, "aggregateid"},
-		{&c.EventTypeField, "type"},
-		{&c.PayloadField, "payload"},
-		{&c.AdditionalMissing, "error"},
-		{&c.JSONPayloadNullBehavior, "ignore"},
-		{&c.JSONPayloadEmptyArrayBehavior, "ignore"},
-		{&c.RouteByField, "aggregatetype"},
-		{&c.RouteTopicRegex, "(?<routedByValue>.*)"},
-		{&c.RouteTopicReplacement, "outbox.event.${routedByValue}"},
-		{&c.OpInvalidBehavior, "warn"},
-		{&c.TracingSpanContextField, "tracingspancontext"},
-		{&c.DecimalHandlingMode, "precise"},
-	}
-	for _, d := range defaults {
-		*d.field = strings.TrimSpace(*d.field)
-		if *d.field == "" {
-			*d.field = d.value
-		}
-	}
+	decls := confkey.Keys()
+	c.applyDefaults(decls)
 	if c.KeyConverter == ConverterDefault {
 		c.KeyConverter = ConverterString
 	}
@@ -220,27 +200,26 @@ func (c *Config) Validate() error {
 	}
 	c.TimestampField = strings.TrimSpace(c.TimestampField)
 
-	var err error
-	if c.AdditionalMissing, err = oneOf(c.key(optMissing), c.AdditionalMissing, "error", "ignore"); err != nil {
-		return err
-	}
-	if c.JSONPayloadNullBehavior, err = oneOf(c.key(optNullBehavior), c.JSONPayloadNullBehavior, "ignore", "optional_bytes"); err != nil {
-		return err
-	}
-	if c.JSONPayloadEmptyArrayBehavior, err = oneOf(c.key(optEmptyArrayBehavior), c.JSONPayloadEmptyArrayBehavior, "ignore", "optional_string"); err != nil {
-		return err
-	}
-	if c.OpInvalidBehavior, err = oneOf(c.key(optOpInvalid), c.OpInvalidBehavior, "warn", "error", "fatal"); err != nil {
-		return err
-	}
-	if c.DecimalHandlingMode, err = oneOf("decimal.handling.mode", c.DecimalHandlingMode, "precise", "double", "string"); err != nil {
-		return err
+	for _, e := range []struct {
+		field *string
+		key   string
+	}{
+		{&c.AdditionalMissing, aliasKey(optMissing)},
+		{&c.JSONPayloadNullBehavior, aliasKey(optNullBehavior)},
+		{&c.JSONPayloadEmptyArrayBehavior, aliasKey(optEmptyArrayBehavior)},
+		{&c.OpInvalidBehavior, aliasKey(optOpInvalid)},
+		{&c.DecimalHandlingMode, "decimal.handling.mode"},
+	} {
+		if err := c.oneOf(decls, e.key, e.field); err != nil {
+			return err
+		}
 	}
 	if _, err := compileTopicRegex(c.RouteTopicRegex, c.RouteTopicReplacement); err != nil {
 		// Both keys are named: the replacement is checked against the
 		// regex's groups.
 		return &ConfigError{Key: c.key(optRouteRegex) + " / " + c.key(optRouteReplacement), Reason: err.Error()}
 	}
+	var err error
 	if c.placements, err = parsePlacements(c.AdditionalPlacement, c.key(optPlacement)); err != nil {
 		return err
 	}
@@ -268,6 +247,36 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// applyDefaults sets every empty option to its declared default
+// (internal/confkey), for a Config parsed or filled in code alike.
+func (c *Config) applyDefaults(decls []confkey.KeyDoc) {
+	defaults := []struct {
+		field *string
+		key   string // the declared name
+	}{
+		{&c.EventIDField, aliasKey(optEventID)},
+		{&c.EventKeyField, aliasKey(optEventKey)},
+		{&c.EventTypeField, aliasKey(optEventType)},
+		{&c.PayloadField, aliasKey(optPayload)},
+		{&c.AdditionalMissing, aliasKey(optMissing)},
+		{&c.JSONPayloadNullBehavior, aliasKey(optNullBehavior)},
+		{&c.JSONPayloadEmptyArrayBehavior, aliasKey(optEmptyArrayBehavior)},
+		{&c.RouteByField, aliasKey(optRouteBy)},
+		{&c.RouteTopicRegex, aliasKey(optRouteRegex)},
+		{&c.RouteTopicReplacement, aliasKey(optRouteReplacement)},
+		{&c.OpInvalidBehavior, aliasKey(optOpInvalid)},
+		{&c.TracingSpanContextField, aliasKey(optTracingField)},
+		{&c.DecimalHandlingMode, "decimal.handling.mode"},
+	}
+	for _, d := range defaults {
+		*d.field = strings.TrimSpace(*d.field)
+		if *d.field == "" {
+			decl, _ := confkey.Declared(decls, d.key)
+			*d.field = decl.Default
+		}
+	}
+}
+
 // validateMessages refuses, when messages are routed, what outboxrelay
 // cannot do with them as Debezium does.
 func (c *Config) validateMessages() error {
@@ -290,16 +299,20 @@ func (c *Config) validateMessages() error {
 	return nil
 }
 
-// oneOf lower-cases value and checks it against the allowed values, which
-// Debezium matches case-insensitively.
-func oneOf(key, value string, allowed ...string) (string, error) {
-	v := strings.ToLower(strings.TrimSpace(value))
-	for _, a := range allowed {
-		if v == a {
-			return v, nil
-		}
+// aliasKey is the declared name of an EventRouter option
+// (internal/confkey): transforms.<alias>.<opt>.
+func aliasKey(opt string) string { return "transforms.<alias>." + opt }
+
+// oneOf checks *field against the declared values of key, which Debezium
+// matches case-insensitively, and sets it to the declared spelling.
+func (c *Config) oneOf(decls []confkey.KeyDoc, key string, field *string) error {
+	decl, _ := confkey.Declared(decls, key)
+	v, ok := decl.Match(*field)
+	if !ok {
+		return &ConfigError{Key: strings.Replace(key, "transforms.<alias>.", c.key(""), 1), Reason: fmt.Sprintf("%q is not a valid value; write one of %s", *field, strings.Join(decl.Values, ", "))}
 	}
-	return "", &ConfigError{Key: key, Reason: fmt.Sprintf("%q is not a valid value; write one of %s", value, strings.Join(allowed, ", "))}
+	*field = v
+	return nil
 }
 
 // parsePlacements parses "col:placement[:alias]" entries. Debezium only
@@ -627,17 +640,15 @@ func parseConverter(m map[string]string, key string, warnings *[]string) (Conver
 	return 0, &ConfigError{Key: key, Reason: fmt.Sprintf("%s is not supported; write %s or %s", class, StringConverterClass, JSONConverterClass)}
 }
 
-// parseBool parses a boolean the way Kafka's ConfigDef does: "true" or
-// "false", any case, surrounding spaces ignored.
+// parseBool parses a boolean the way Kafka's ConfigDef does
+// (confkey.ParseBool): "true" or "false", any case, surrounding spaces
+// ignored.
 func parseBool(key, v string, dst *bool) error {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		*dst = true
-	case "false":
-		*dst = false
-	default:
+	b, err := confkey.ParseBool(v)
+	if err != nil {
 		return &ConfigError{Key: key, Reason: fmt.Sprintf("%q is not a boolean; write true or false", v)}
 	}
+	*dst = b
 	return nil
 }
 

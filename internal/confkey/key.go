@@ -157,6 +157,17 @@ func Keys() []KeyDoc {
 	return keyTable()
 }
 
+// Declared returns the entry of table declaring name itself (no
+// wildcard entry).
+func Declared(table []KeyDoc, name string) (KeyDoc, bool) {
+	for _, d := range table {
+		if d.Key == name {
+			return d, true
+		}
+	}
+	return KeyDoc{}, false
+}
+
 // Lookup returns the table entry for key: the exact entry, else the entry
 // whose ".*" prefix is the longest that matches.
 func Lookup(table []KeyDoc, key string) (KeyDoc, bool) {

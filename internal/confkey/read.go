@@ -56,8 +56,8 @@ func (v Values) Set(name string) bool {
 // decl returns the declaration of name and the key's trimmed value, or
 // the declared default when it is blank.
 func (v Values) decl(name string) (KeyDoc, string, error) {
-	d, ok := Lookup(v.table, name)
-	if !ok || d.Key != name {
+	d, ok := Declared(v.table, name)
+	if !ok {
 		return d, "", fmt.Errorf("confkey: %s is read but not declared in internal/confkey's table", name)
 	}
 	if s := strings.TrimSpace(v.m[v.Key(name)]); s != "" {
@@ -130,7 +130,7 @@ func (v Values) Enum(name string) (string, error) {
 	if err != nil || s == "" {
 		return s, err
 	}
-	if a, ok := d.match(s); ok {
+	if a, ok := d.Match(s); ok {
 		return a, nil
 	}
 	instead := d.Instead
@@ -140,9 +140,10 @@ func (v Values) Enum(name string) (string, error) {
 	return "", &Error{Key: v.Key(d.Key), Value: s, Reason: "is not supported; " + instead}
 }
 
-// match returns the entry of Values that s is: enum values in any case,
-// class names exactly.
-func (d KeyDoc) match(s string) (string, bool) {
+// Match returns the entry of Values that s is: enum values in any case,
+// class names exactly; surrounding spaces are ignored.
+func (d KeyDoc) Match(s string) (string, bool) {
+	s = strings.TrimSpace(s)
 	for _, a := range d.Values {
 		if strings.Contains(a, ".") && s == a || !strings.Contains(a, ".") && strings.EqualFold(s, a) {
 			return a, true
