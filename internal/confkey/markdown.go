@@ -75,7 +75,9 @@ func (d KeyDoc) docText() string {
 
 // html escapes text outside code spans that Markdown would take for
 // HTML: transforms.<alias>.* must not lose its <alias>.
-func html(s string) string { return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s) }
+func html(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
 
 // cell escapes a table cell's pipes.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
