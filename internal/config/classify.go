@@ -45,7 +45,7 @@ func (c *Config) classify(keyErr func(key, format string, args ...any)) {
 			c.warnf("key %q has no effect on outbox events: %s; ignored", k, doc.NoEffect)
 			continue
 		}
-		if len(doc.Values) > 0 && !accepted(v, doc.Values) {
+		if _, ok := doc.Match(v); len(doc.Values) > 0 && !ok {
 			c.refuse(k, v, doc, keyErr)
 			continue
 		}
@@ -106,22 +106,6 @@ func (c *Config) validate(keyErr func(key, format string, args ...any)) {
 	case n > 1:
 		keyErr("tasks.max", "%d tasks are not supported: one replication slot is read by one task, in Debezium too; set tasks.max=1", n)
 	}
-}
-
-// accepted reports whether v is one of values. Java class names are
-// case-sensitive; Kafka's and Debezium's enum values are not.
-func accepted(v string, values []string) bool {
-	v = strings.TrimSpace(v)
-	for _, a := range values {
-		if strings.Contains(a, ".") {
-			if v == a {
-				return true
-			}
-		} else if strings.EqualFold(v, a) {
-			return true
-		}
-	}
-	return false
 }
 
 // tableName maps transforms.<alias>.<option> of a listed alias to the

@@ -8,5 +8,6 @@
 // (${env:NAME}, ${file:path:key}) because passwords usually come from them,
 // warns once per key that has no effect, and refuses, with what to write
 // instead, every value outboxrelay knows but cannot honour. The one table of
-// known keys (Keys) is also the source of the README's option reference.
+// known keys is internal/confkey's (Keys), which also generates the docs'
+// key reference.
 package config
