@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -375,16 +376,17 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 		}
 	}
 
-	keys := make([]string, 0, len(m))
+	names := make([]string, 0, len(m))
 	for k := range m {
 		if strings.HasPrefix(k, "transforms.") {
-			keys = append(keys, k)
+			names = append(names, k)
 		}
 	}
-	sort.Strings(keys) // deterministic warnings
+	sort.Strings(names) // deterministic warnings
 
+	keys := confkey.Read(m).Alias(alias) // the EventRouter's declared keys
 	var newMissing, oldMissing string
-	for _, k := range keys {
+	for _, k := range names {
 		v := m[k]
 		opt, ours := strings.CutPrefix(k, prefix)
 		if decode != "" && strings.HasPrefix(k, "transforms."+decode+".") {
@@ -402,9 +404,9 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 			*target = v
 		case opt == optType:
 		case opt == optExpand:
-			err = parseBool(k, v, &cfg.ExpandJSONPayload)
+			err = readBool(keys, aliasKey(optExpand), &cfg.ExpandJSONPayload)
 		case opt == optTombstone:
-			err = parseBool(k, v, &cfg.RouteTombstoneOnEmptyPayload)
+			err = readBool(keys, aliasKey(optTombstone), &cfg.RouteTombstoneOnEmptyPayload)
 		case opt == optMissing:
 			newMissing = v
 		case opt == optMissingOld:
@@ -443,10 +445,8 @@ func parseConnectorKeys(cfg *Config, m map[string]string, warnings *[]string) er
 	if err := parseConverters(cfg, m, warnings); err != nil {
 		return err
 	}
-	if v, ok := m["extended.headers.enabled"]; ok {
-		if err := parseBool("extended.headers.enabled", v, &cfg.ExtendedHeaders); err != nil {
-			return err
-		}
+	if err := readBool(confkey.Read(m), "extended.headers.enabled", &cfg.ExtendedHeaders); err != nil {
+		return err
 	}
 	cfg.TopicPrefix = m["topic.prefix"]
 	cfg.DecimalHandlingMode = m["decimal.handling.mode"]
@@ -533,7 +533,7 @@ func findChain(m map[string]string) (decode, router string, err error) {
 // error, because outboxrelay could not honour it.
 func parseDecodeOptions(c *Config, m map[string]string) error {
 	prefix := "transforms." + c.MessagesAlias + "."
-	for k, v := range m {
+	for k := range m {
 		opt, ok := strings.CutPrefix(k, prefix)
 		if !ok {
 			continue
@@ -541,7 +541,7 @@ func parseDecodeOptions(c *Config, m map[string]string) error {
 		switch opt {
 		case optType:
 		case optFieldsNullInclude:
-			if err := parseBool(k, v, &c.FieldsNullInclude); err != nil {
+			if err := readBool(confkey.Read(m).Alias(c.MessagesAlias), aliasKey(optFieldsNullInclude), &c.FieldsNullInclude); err != nil {
 				return err
 			}
 		case "predicate", "negate":
@@ -638,6 +638,21 @@ func parseConverter(m map[string]string, key string, warnings *[]string) (Conver
 		return ConverterJSON, nil
 	}
 	return 0, &ConfigError{Key: key, Reason: fmt.Sprintf("%s is not supported; write %s or %s", class, StringConverterClass, JSONConverterClass)}
+}
+
+// readBool reads a boolean key through its declaration (internal/confkey):
+// the declared default when unset.
+func readBool(keys confkey.Values, name string, dst *bool) error {
+	b, err := keys.Bool(name)
+	var ce *confkey.Error
+	switch {
+	case errors.As(err, &ce):
+		return &ConfigError{Key: ce.Key, Reason: fmt.Sprintf("%q %s", ce.Value, ce.Reason)}
+	case err != nil:
+		return &ConfigError{Key: name, Reason: err.Error()}
+	}
+	*dst = b
+	return nil
 }
 
 // parseBool parses a boolean the way Kafka's ConfigDef does
