@@ -77,14 +77,8 @@ func TestMillisRange(t *testing.T) {
 		{"transaction.timeout.ms", "9223372036854775807", 0, `transaction.timeout.ms "9223372036854775807": is out of range; write a number of milliseconds from 1 to 2147483647`},
 	} {
 		got, err := Read(map[string]string{tc.key: tc.value}).Millis(tc.key)
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("%s=%q: %v", tc.key, tc.value, err)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s=%q: err %v, want it to contain %q", tc.key, tc.value, err, tc.err)
-		case tc.err == "" && got != tc.want:
-			t.Errorf("%s=%q: %v, want %v", tc.key, tc.value, got, tc.want)
-		case got < 0:
+		checkRead(t, tc.key+"="+tc.value, got, tc.want, err, tc.err)
+		if got < 0 {
 			t.Errorf("%s=%q: a negative duration %v", tc.key, tc.value, got)
 		}
 	}
@@ -113,14 +107,21 @@ func TestIntRange(t *testing.T) {
 		{"topic.creation.default.partitions", "", 0, ""}, // no default: unset
 	} {
 		got, err := Read(map[string]string{tc.key: tc.value}).Int(tc.key)
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("%s=%q: %v", tc.key, tc.value, err)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s=%q: err %v, want it to contain %q", tc.key, tc.value, err, tc.err)
-		case tc.err == "" && got != tc.want:
-			t.Errorf("%s=%q: %d, want %d", tc.key, tc.value, got, tc.want)
-		}
+		checkRead(t, tc.key+"="+tc.value, got, tc.want, err, tc.err)
+	}
+}
+
+// checkRead reports a read that failed, or succeeded, unlike wanted;
+// wantErr "" means no error, else a part of the message.
+func checkRead[T comparable](t *testing.T, what string, got, want T, err error, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Errorf("%s: %v", what, err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("%s: err %v, want it to contain %q", what, err, wantErr)
+	case wantErr == "" && got != want:
+		t.Errorf("%s: %v, want %v", what, got, want)
 	}
 }
 
