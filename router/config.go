@@ -201,18 +201,11 @@ func (c *Config) Validate() error {
 	}
 	c.TimestampField = strings.TrimSpace(c.TimestampField)
 
-	for _, e := range []struct {
-		field *string
-		key   string
-	}{
-		{&c.AdditionalMissing, aliasKey(optMissing)},
-		{&c.JSONPayloadNullBehavior, aliasKey(optNullBehavior)},
-		{&c.JSONPayloadEmptyArrayBehavior, aliasKey(optEmptyArrayBehavior)},
-		{&c.OpInvalidBehavior, aliasKey(optOpInvalid)},
-		{&c.DecimalHandlingMode, "decimal.handling.mode"},
-	} {
-		if err := c.oneOf(decls, e.key, e.field); err != nil {
-			return err
+	for _, o := range c.declaredOptions() {
+		if d, _ := confkey.Declared(decls, o.key); len(d.Values) > 0 {
+			if err := c.oneOf(decls, o.key, o.field); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := compileTopicRegex(c.RouteTopicRegex, c.RouteTopicReplacement); err != nil {
@@ -251,10 +244,24 @@ func (c *Config) Validate() error {
 // applyDefaults sets every empty option to its declared default
 // (internal/confkey), for a Config parsed or filled in code alike.
 func (c *Config) applyDefaults(decls []confkey.KeyDoc) {
-	defaults := []struct {
-		field *string
-		key   string // the declared name
-	}{
+	for _, o := range c.declaredOptions() {
+		*o.field = strings.TrimSpace(*o.field)
+		if *o.field == "" {
+			decl, _ := confkey.Declared(decls, o.key)
+			*o.field = decl.Default
+		}
+	}
+}
+
+// option is a string field of Config and the declared name of its key.
+type option struct {
+	field *string
+	key   string
+}
+
+// declaredOptions lists the string fields that have a declared default.
+func (c *Config) declaredOptions() []option {
+	return []option{
 		{&c.EventIDField, aliasKey(optEventID)},
 		{&c.EventKeyField, aliasKey(optEventKey)},
 		{&c.EventTypeField, aliasKey(optEventType)},
@@ -268,13 +275,6 @@ func (c *Config) applyDefaults(decls []confkey.KeyDoc) {
 		{&c.OpInvalidBehavior, aliasKey(optOpInvalid)},
 		{&c.TracingSpanContextField, aliasKey(optTracingField)},
 		{&c.DecimalHandlingMode, "decimal.handling.mode"},
-	}
-	for _, d := range defaults {
-		*d.field = strings.TrimSpace(*d.field)
-		if *d.field == "" {
-			decl, _ := confkey.Declared(decls, d.key)
-			*d.field = decl.Default
-		}
 	}
 }
 
