@@ -1,10 +1,9 @@
 package poll
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 )
 
 // Keys of poll mode (in the connector file's config).
@@ -57,50 +56,35 @@ type Config struct {
 // Poll reports whether the configuration selects poll mode.
 func (c Config) Poll() bool { return c.Mode == ModePoll }
 
-// ParseConfig reads poll mode's keys from the connector file's relay keys;
-// idColumn and keyColumn come from the router's configuration.
+// ParseConfig reads poll mode's keys from the connector file's relay keys
+// through their declarations (internal/confkey); idColumn and keyColumn
+// come from the router's configuration.
 func ParseConfig(m map[string]string, idColumn, keyColumn, ageColumn string) (Config, error) {
-	c := Config{Mode: ModeLogical, Interval: 500 * time.Millisecond, Batch: 100, Dispatched: "dispatched_at",
-		StuckAfter: 300 * time.Second, IDColumn: idColumn, KeyColumn: keyColumn, AgeColumn: ageColumn}
-	if v := strings.ToLower(strings.TrimSpace(m[KeyMode])); v != "" {
-		if v != ModeLogical && v != ModePoll {
-			return c, fmt.Errorf("%s %q: write logical (logical replication, the default) or poll (poll the outbox table: no slot, any wal_level)", KeyMode, m[KeyMode])
-		}
-		c.Mode = v
-	}
+	c := Config{IDColumn: idColumn, KeyColumn: keyColumn, AgeColumn: ageColumn}
+	v := confkey.Read(m)
 	var err error
-	if c.Interval, err = msKey(m, KeyInterval, c.Interval, 1); err != nil {
+	if c.Mode, err = v.Enum(KeyMode); err != nil {
 		return c, err
 	}
-	if c.StuckAfter, err = msKey(m, KeyStuckAfter, c.StuckAfter, 0); err != nil {
+	if c.Interval, err = v.Millis(KeyInterval); err != nil {
 		return c, err
 	}
-	if v := strings.TrimSpace(m[KeyBatch]); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			return c, fmt.Errorf("%s %q: write a number of rows from 1 to 10000, e.g. \"%s\": \"100\"", KeyBatch, v, KeyBatch)
-		}
-		c.Batch = n
+	if c.StuckAfter, err = v.Millis(KeyStuckAfter); err != nil {
+		return c, err
 	}
-	if v := strings.TrimSpace(m[KeyDispatched]); v != "" {
-		c.Dispatched = v
+	batch, err := v.Int(KeyBatch)
+	if err != nil {
+		return c, err
 	}
-	c.Order = strings.TrimSpace(m[KeyOrder])
+	c.Batch = int(batch)
+	if c.Dispatched, err = v.Text(KeyDispatched); err != nil {
+		return c, err
+	}
+	if c.Order, err = v.Text(KeyOrder); err != nil {
+		return c, err
+	}
 	if c.Order == "" {
 		c.Order = idColumn
 	}
 	return c, nil
-}
-
-// msKey reads a key in milliseconds, at least min.
-func msKey(m map[string]string, key string, def time.Duration, min int64) (time.Duration, error) {
-	v := strings.TrimSpace(m[key])
-	if v == "" {
-		return def, nil
-	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms < min {
-		return def, fmt.Errorf("%s %q: write a number of milliseconds, at least %d, e.g. \"%s\": \"%d\"", key, v, min, key, def.Milliseconds())
-	}
-	return time.Duration(ms) * time.Millisecond, nil
 }

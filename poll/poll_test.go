@@ -16,9 +16,9 @@ func TestParseConfig(t *testing.T) {
 		{name: "defaults", m: nil, want: Config{Mode: ModeLogical, Interval: 500 * time.Millisecond, Batch: 100, Dispatched: "dispatched_at", Order: "id", StuckAfter: 300 * time.Second}},
 		{name: "poll", m: map[string]string{KeyMode: "POLL", KeyInterval: "50", KeyBatch: "500", KeyDispatched: "sent_at", KeyOrder: "seq", KeyStuckAfter: "0"},
 			want: Config{Mode: ModePoll, Interval: 50 * time.Millisecond, Batch: 500, Dispatched: "sent_at", Order: "seq"}},
-		{name: "bad mode", m: map[string]string{KeyMode: "cdc"}, err: "outbox.capture.mode \"cdc\": write logical"},
-		{name: "bad batch", m: map[string]string{KeyBatch: "0"}, err: "outbox.poll.batch.size \"0\": write a number of rows from 1 to 10000"},
-		{name: "bad interval", m: map[string]string{KeyInterval: "0"}, err: "outbox.poll.interval.ms \"0\": write a number of milliseconds, at least 1"},
+		{name: "bad mode", m: map[string]string{KeyMode: "cdc"}, err: "outbox.capture.mode \"cdc\": is not supported; write logical"},
+		{name: "bad batch", m: map[string]string{KeyBatch: "0"}, err: "outbox.poll.batch.size \"0\": is out of range; write a number of rows from 1 to 10000"},
+		{name: "bad interval", m: map[string]string{KeyInterval: "0"}, err: "outbox.poll.interval.ms \"0\": is out of range; write a number of milliseconds from 1 to 9223372036854"},
 		{name: "bad stuck", m: map[string]string{KeyStuckAfter: "soon"}, err: "outbox.poll.stuck.after.ms \"soon\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

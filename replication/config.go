@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/internal/msgprefix"
 	"github.com/outboxrelay/outboxrelay/internal/rawconn"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
@@ -114,71 +115,49 @@ type Config struct {
 // KeyMessagesOnly is outbox.messages.only (Config.MessagesOnly).
 const KeyMessagesOnly = "outbox.messages.only"
 
-// ParseConfig reads the replication keys of a connector config map. Keys
-// that belong to other components are ignored here; unknown keys are
-// reported by the caller, which sees the whole map.
+// ParseConfig reads the replication keys of a connector config map
+// through their declarations (internal/confkey), which give the defaults
+// and ranges. Keys that belong to other components are ignored here;
+// unknown keys are reported by the caller, which sees the whole map.
 func ParseConfig(m map[string]string) (Config, error) {
+	r := keyReader{v: confkey.Read(m)}
 	c := Config{
-		Host:               m["database.hostname"],
-		User:               m["database.user"],
+		Host:               r.text("database.hostname"),
+		User:               r.text("database.user"),
 		Password:           m["database.password"],
-		DBName:             m["database.dbname"],
-		SSLMode:            orDefault(m["database.sslmode"], "prefer"),
-		SSLRootCert:        m["database.sslrootcert"],
-		SSLCert:            m["database.sslcert"],
-		SSLKey:             m["database.sslkey"],
+		DBName:             r.text("database.dbname"),
+		SSLMode:            strings.ToLower(r.text("database.sslmode")),
+		SSLRootCert:        r.text("database.sslrootcert"),
+		SSLCert:            r.text("database.sslcert"),
+		SSLKey:             r.text("database.sslkey"),
 		SSLPassword:        m["database.sslpassword"],
-		Slot:               orDefault(m["slot.name"], "debezium"),
-		Publication:        orDefault(m["publication.name"], "dbz_publication"),
-		AutoCreate:         strings.ToLower(orDefault(m["publication.autocreate.mode"], PublicationAllTables)),
+		Slot:               r.text("slot.name"),
+		Publication:        r.text("publication.name"),
+		AutoCreate:         strings.ToLower(r.text("publication.autocreate.mode")),
 		TablesText:         m["table.include.list"],
 		MessageIncludeText: m["message.prefix.include.list"],
 		MessageExcludeText: m["message.prefix.exclude.list"],
-		SnapshotMode:       strings.ToLower(orDefault(m["snapshot.mode"], SnapshotInitial)),
+		SnapshotMode:       strings.ToLower(r.text("snapshot.mode")),
 		HeartbeatQuery:     m["heartbeat.action.query"],
 		TopicPrefix:        m["topic.prefix"],
 	}
-	c.HeartbeatTopic = orDefault(m["topic.heartbeat.prefix"], "__debezium-heartbeat") + "." + c.TopicPrefix
-	var errs []error
+	c.HeartbeatTopic = r.text("topic.heartbeat.prefix") + "." + c.TopicPrefix
+	c.DropSlotOnStop = r.bool("slot.drop.on.stop")
+	c.MessagesOnly = r.bool(KeyMessagesOnly)
+	c.SlotFailover = r.bool("slot.failover")
+	c.SlotMaxRetries = int(r.int("slot.max.retries"))
+	c.SlotRetryDelay = r.millis("slot.retry.delay.ms")
+	c.HeartbeatInterval = r.millis("heartbeat.interval.ms")
+	c.StatusInterval = r.millis("status.update.interval.ms")
+	c.MaxRetries = int(r.int("errors.max.retries"))
+	c.RetryWait = r.millis("retriable.restart.connector.wait.ms")
+	errs := r.errs
 	var err error
-	if c.Ports, err = portsKey(m["database.port"], len(splitHosts(c.Host))); err != nil {
+	if c.Ports, err = portsKey(r.text("database.port"), len(splitHosts(c.Host))); err != nil {
 		errs = append(errs, err)
 	} else {
 		c.Port = c.Ports[0]
 	}
-	if c.DropSlotOnStop, err = boolKey(m, "slot.drop.on.stop", false); err != nil {
-		errs = append(errs, err)
-	}
-	if c.MessagesOnly, err = boolKey(m, KeyMessagesOnly, false); err != nil {
-		errs = append(errs, err)
-	}
-	if c.SlotFailover, err = boolKey(m, "slot.failover", false); err != nil {
-		errs = append(errs, err)
-	}
-	if c.SlotMaxRetries, err = intKey(m, "slot.max.retries", 6); err != nil {
-		errs = append(errs, err)
-	}
-	var delayMS int
-	if delayMS, err = intKey(m, "slot.retry.delay.ms", 10000); err != nil {
-		errs = append(errs, err)
-	}
-	c.SlotRetryDelay = time.Duration(delayMS) * time.Millisecond
-	var ms int
-	if ms, err = intKey(m, "heartbeat.interval.ms", 0); err != nil {
-		errs = append(errs, err)
-	}
-	c.HeartbeatInterval = time.Duration(ms) * time.Millisecond
-	if ms, err = intKey(m, "status.update.interval.ms", 10000); err != nil {
-		errs = append(errs, err)
-	}
-	c.StatusInterval = time.Duration(ms) * time.Millisecond
-	if c.MaxRetries, err = intKey(m, "errors.max.retries", -1); err != nil {
-		errs = append(errs, err)
-	}
-	if ms, err = intKey(m, "retriable.restart.connector.wait.ms", 10000); err != nil {
-		errs = append(errs, err)
-	}
-	c.RetryWait = time.Duration(ms) * time.Millisecond
 	errs = append(errs, c.parseTables()...)
 	if err := c.parsePrefixLists(); err != nil {
 		errs = append(errs, err)
@@ -187,6 +166,43 @@ func ParseConfig(m map[string]string) (Config, error) {
 		return c, errors.Join(errs...)
 	}
 	return c, c.Validate()
+}
+
+// keyReader reads keys through their declarations, collecting the errors
+// so that all are reported at once.
+type keyReader struct {
+	v    confkey.Values
+	errs []error
+}
+
+func (r *keyReader) add(err error) {
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+func (r *keyReader) text(key string) string {
+	s, err := r.v.Text(key)
+	r.add(err)
+	return s
+}
+
+func (r *keyReader) bool(key string) bool {
+	b, err := r.v.Bool(key)
+	r.add(err)
+	return b
+}
+
+func (r *keyReader) int(key string) int64 {
+	n, err := r.v.Int(key)
+	r.add(err)
+	return n
+}
+
+func (r *keyReader) millis(key string) time.Duration {
+	d, err := r.v.Millis(key)
+	r.add(err)
+	return d
 }
 
 // parseTables compiles table.include.list (split as Debezium's
@@ -476,35 +492,4 @@ func validSlotName(s string) bool {
 		}
 	}
 	return true
-}
-
-func orDefault(v, def string) string {
-	if strings.TrimSpace(v) == "" {
-		return def
-	}
-	return strings.TrimSpace(v)
-}
-
-func intKey(m map[string]string, key string, def int) (int, error) {
-	v := strings.TrimSpace(m[key])
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return def, fmt.Errorf("%s %q is not an integer; e.g. \"%s\": \"%d\"", key, v, key, def)
-	}
-	return n, nil
-}
-
-func boolKey(m map[string]string, key string, def bool) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(m[key])) {
-	case "":
-		return def, nil
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return def, fmt.Errorf("%s %q is not a boolean; write true or false", key, m[key])
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 )
 
 // Keys of the outbox clean-up janitor (in the connector file's config).
@@ -34,20 +34,16 @@ type JanitorConfig struct {
 }
 
 // ParseJanitorConfig reads the janitor's keys (outbox.retention.ms,
-// outbox.retention.column) with their defaults.
+// outbox.retention.column) through their declarations (internal/confkey).
 func ParseJanitorConfig(relay map[string]string) (JanitorConfig, error) {
-	c := JanitorConfig{Column: "created_at", Batch: 1000, Pause: 100 * time.Millisecond, ConfirmWait: 30 * time.Second}
-	if v := strings.TrimSpace(relay[KeyRetention]); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
-			return c, fmt.Errorf("%s %q: write a number of milliseconds, e.g. \"%s\": \"604800000\" (7 days), or 0 to keep every row", KeyRetention, v, KeyRetention)
-		}
-		c.Retention = time.Duration(ms) * time.Millisecond
+	c := JanitorConfig{Batch: 1000, Pause: 100 * time.Millisecond, ConfirmWait: 30 * time.Second}
+	v := confkey.Read(relay)
+	var err error
+	if c.Retention, err = v.Millis(KeyRetention); err != nil {
+		return c, err
 	}
-	if v := strings.TrimSpace(relay[KeyRetentionColumn]); v != "" {
-		c.Column = v
-	}
-	return c, nil
+	c.Column, err = v.Text(KeyRetentionColumn)
+	return c, err
 }
 
 // Interval is the pause between two clean-up rounds: half the retention,

@@ -1,9 +1,12 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 )
 
 // EventRouterClass is the transforms.<alias>.type value of Debezium's outbox
@@ -188,30 +191,8 @@ func (c *Config) key(opt string) string {
 // configuration fails at start-up rather than on the first row. Each error
 // is a *ConfigError naming the key and what to write instead.
 func (c *Config) Validate() error {
-	defaults := []struct {
-		field *string
-		value string
-	}{
-		{&c.EventIDField, "id"},
-		{&c.EventKeyField, "aggregateid"},
-		{&c.EventTypeField, "type"},
-		{&c.PayloadField, "payload"},
-		{&c.AdditionalMissing, "error"},
-		{&c.JSONPayloadNullBehavior, "ignore"},
-		{&c.JSONPayloadEmptyArrayBehavior, "ignore"},
-		{&c.RouteByField, "aggregatetype"},
-		{&c.RouteTopicRegex, "(?<routedByValue>.*)"},
-		{&c.RouteTopicReplacement, "outbox.event.${routedByValue}"},
-		{&c.OpInvalidBehavior, "warn"},
-		{&c.TracingSpanContextField, "tracingspancontext"},
-		{&c.DecimalHandlingMode, "precise"},
-	}
-	for _, d := range defaults {
-		*d.field = strings.TrimSpace(*d.field)
-		if *d.field == "" {
-			*d.field = d.value
-		}
-	}
+	decls := confkey.Keys()
+	c.applyDefaults(decls)
 	if c.KeyConverter == ConverterDefault {
 		c.KeyConverter = ConverterString
 	}
@@ -220,27 +201,19 @@ func (c *Config) Validate() error {
 	}
 	c.TimestampField = strings.TrimSpace(c.TimestampField)
 
-	var err error
-	if c.AdditionalMissing, err = oneOf(c.key(optMissing), c.AdditionalMissing, "error", "ignore"); err != nil {
-		return err
-	}
-	if c.JSONPayloadNullBehavior, err = oneOf(c.key(optNullBehavior), c.JSONPayloadNullBehavior, "ignore", "optional_bytes"); err != nil {
-		return err
-	}
-	if c.JSONPayloadEmptyArrayBehavior, err = oneOf(c.key(optEmptyArrayBehavior), c.JSONPayloadEmptyArrayBehavior, "ignore", "optional_string"); err != nil {
-		return err
-	}
-	if c.OpInvalidBehavior, err = oneOf(c.key(optOpInvalid), c.OpInvalidBehavior, "warn", "error", "fatal"); err != nil {
-		return err
-	}
-	if c.DecimalHandlingMode, err = oneOf("decimal.handling.mode", c.DecimalHandlingMode, "precise", "double", "string"); err != nil {
-		return err
+	for _, o := range c.declaredOptions() {
+		if d, _ := confkey.Declared(decls, o.key); len(d.Values) > 0 {
+			if err := c.oneOf(decls, o.key, o.field); err != nil {
+				return err
+			}
+		}
 	}
 	if _, err := compileTopicRegex(c.RouteTopicRegex, c.RouteTopicReplacement); err != nil {
 		// Both keys are named: the replacement is checked against the
 		// regex's groups.
 		return &ConfigError{Key: c.key(optRouteRegex) + " / " + c.key(optRouteReplacement), Reason: err.Error()}
 	}
+	var err error
 	if c.placements, err = parsePlacements(c.AdditionalPlacement, c.key(optPlacement)); err != nil {
 		return err
 	}
@@ -268,6 +241,43 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// applyDefaults sets every empty option to its declared default
+// (internal/confkey), for a Config parsed or filled in code alike.
+func (c *Config) applyDefaults(decls []confkey.KeyDoc) {
+	for _, o := range c.declaredOptions() {
+		*o.field = strings.TrimSpace(*o.field)
+		if *o.field == "" {
+			decl, _ := confkey.Declared(decls, o.key)
+			*o.field = decl.Default
+		}
+	}
+}
+
+// option is a string field of Config and the declared name of its key.
+type option struct {
+	field *string
+	key   string
+}
+
+// declaredOptions lists the string fields that have a declared default.
+func (c *Config) declaredOptions() []option {
+	return []option{
+		{&c.EventIDField, aliasKey(optEventID)},
+		{&c.EventKeyField, aliasKey(optEventKey)},
+		{&c.EventTypeField, aliasKey(optEventType)},
+		{&c.PayloadField, aliasKey(optPayload)},
+		{&c.AdditionalMissing, aliasKey(optMissing)},
+		{&c.JSONPayloadNullBehavior, aliasKey(optNullBehavior)},
+		{&c.JSONPayloadEmptyArrayBehavior, aliasKey(optEmptyArrayBehavior)},
+		{&c.RouteByField, aliasKey(optRouteBy)},
+		{&c.RouteTopicRegex, aliasKey(optRouteRegex)},
+		{&c.RouteTopicReplacement, aliasKey(optRouteReplacement)},
+		{&c.OpInvalidBehavior, aliasKey(optOpInvalid)},
+		{&c.TracingSpanContextField, aliasKey(optTracingField)},
+		{&c.DecimalHandlingMode, "decimal.handling.mode"},
+	}
+}
+
 // validateMessages refuses, when messages are routed, what outboxrelay
 // cannot do with them as Debezium does.
 func (c *Config) validateMessages() error {
@@ -290,16 +300,20 @@ func (c *Config) validateMessages() error {
 	return nil
 }
 
-// oneOf lower-cases value and checks it against the allowed values, which
-// Debezium matches case-insensitively.
-func oneOf(key, value string, allowed ...string) (string, error) {
-	v := strings.ToLower(strings.TrimSpace(value))
-	for _, a := range allowed {
-		if v == a {
-			return v, nil
-		}
+// aliasKey is the declared name of an EventRouter option
+// (internal/confkey): transforms.<alias>.<opt>.
+func aliasKey(opt string) string { return "transforms.<alias>." + opt }
+
+// oneOf checks *field against the declared values of key, which Debezium
+// matches case-insensitively, and sets it to the declared spelling.
+func (c *Config) oneOf(decls []confkey.KeyDoc, key string, field *string) error {
+	decl, _ := confkey.Declared(decls, key)
+	v, ok := decl.Match(*field)
+	if !ok {
+		return &ConfigError{Key: strings.Replace(key, "transforms.<alias>.", c.key(""), 1), Reason: fmt.Sprintf("%q is not a valid value; write one of %s", *field, strings.Join(decl.Values, ", "))}
 	}
-	return "", &ConfigError{Key: key, Reason: fmt.Sprintf("%q is not a valid value; write one of %s", value, strings.Join(allowed, ", "))}
+	*field = v
+	return nil
 }
 
 // parsePlacements parses "col:placement[:alias]" entries. Debezium only
@@ -362,16 +376,17 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 		}
 	}
 
-	keys := make([]string, 0, len(m))
+	names := make([]string, 0, len(m))
 	for k := range m {
 		if strings.HasPrefix(k, "transforms.") {
-			keys = append(keys, k)
+			names = append(names, k)
 		}
 	}
-	sort.Strings(keys) // deterministic warnings
+	sort.Strings(names) // deterministic warnings
 
+	keys := confkey.Read(m).Alias(alias) // the EventRouter's declared keys
 	var newMissing, oldMissing string
-	for _, k := range keys {
+	for _, k := range names {
 		v := m[k]
 		opt, ours := strings.CutPrefix(k, prefix)
 		if decode != "" && strings.HasPrefix(k, "transforms."+decode+".") {
@@ -389,9 +404,9 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 			*target = v
 		case opt == optType:
 		case opt == optExpand:
-			err = parseBool(k, v, &cfg.ExpandJSONPayload)
+			err = readBool(keys, aliasKey(optExpand), &cfg.ExpandJSONPayload)
 		case opt == optTombstone:
-			err = parseBool(k, v, &cfg.RouteTombstoneOnEmptyPayload)
+			err = readBool(keys, aliasKey(optTombstone), &cfg.RouteTombstoneOnEmptyPayload)
 		case opt == optMissing:
 			newMissing = v
 		case opt == optMissingOld:
@@ -430,10 +445,8 @@ func parseConnectorKeys(cfg *Config, m map[string]string, warnings *[]string) er
 	if err := parseConverters(cfg, m, warnings); err != nil {
 		return err
 	}
-	if v, ok := m["extended.headers.enabled"]; ok {
-		if err := parseBool("extended.headers.enabled", v, &cfg.ExtendedHeaders); err != nil {
-			return err
-		}
+	if err := readBool(confkey.Read(m), "extended.headers.enabled", &cfg.ExtendedHeaders); err != nil {
+		return err
 	}
 	cfg.TopicPrefix = m["topic.prefix"]
 	cfg.DecimalHandlingMode = m["decimal.handling.mode"]
@@ -520,7 +533,7 @@ func findChain(m map[string]string) (decode, router string, err error) {
 // error, because outboxrelay could not honour it.
 func parseDecodeOptions(c *Config, m map[string]string) error {
 	prefix := "transforms." + c.MessagesAlias + "."
-	for k, v := range m {
+	for k := range m {
 		opt, ok := strings.CutPrefix(k, prefix)
 		if !ok {
 			continue
@@ -528,7 +541,7 @@ func parseDecodeOptions(c *Config, m map[string]string) error {
 		switch opt {
 		case optType:
 		case optFieldsNullInclude:
-			if err := parseBool(k, v, &c.FieldsNullInclude); err != nil {
+			if err := readBool(confkey.Read(m).Alias(c.MessagesAlias), aliasKey(optFieldsNullInclude), &c.FieldsNullInclude); err != nil {
 				return err
 			}
 		case "predicate", "negate":
@@ -627,17 +640,30 @@ func parseConverter(m map[string]string, key string, warnings *[]string) (Conver
 	return 0, &ConfigError{Key: key, Reason: fmt.Sprintf("%s is not supported; write %s or %s", class, StringConverterClass, JSONConverterClass)}
 }
 
-// parseBool parses a boolean the way Kafka's ConfigDef does: "true" or
-// "false", any case, surrounding spaces ignored.
+// readBool reads a boolean key through its declaration (internal/confkey):
+// the declared default when unset.
+func readBool(keys confkey.Values, name string, dst *bool) error {
+	b, err := keys.Bool(name)
+	var ce *confkey.Error
+	switch {
+	case errors.As(err, &ce):
+		return &ConfigError{Key: ce.Key, Reason: fmt.Sprintf("%q %s", ce.Value, ce.Reason)}
+	case err != nil:
+		return &ConfigError{Key: name, Reason: err.Error()}
+	}
+	*dst = b
+	return nil
+}
+
+// parseBool parses a boolean the way Kafka's ConfigDef does
+// (confkey.ParseBool): "true" or "false", any case, surrounding spaces
+// ignored.
 func parseBool(key, v string, dst *bool) error {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		*dst = true
-	case "false":
-		*dst = false
-	default:
+	b, err := confkey.ParseBool(v)
+	if err != nil {
 		return &ConfigError{Key: key, Reason: fmt.Sprintf("%q is not a boolean; write true or false", v)}
 	}
+	*dst = b
 	return nil
 }
 

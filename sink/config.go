@@ -9,7 +9,6 @@ import (
 	"os"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
@@ -207,8 +207,8 @@ const topicCreationPrefix = "topic.creation.default."
 // the caller, see KnownKey) and returns a validated Config. Every error names
 // the key and what to write instead; no error contains a password.
 func ParseConfig(kv map[string]string) (Config, error) {
-	c := Config{AllowAutoCreateTopics: true}
-	p := parser{kv: kv}
+	var c Config
+	p := parser{kv: kv, v: confkey.Read(kv)}
 
 	if v, ok := p.get(KeyBootstrapServers); ok {
 		c.Brokers = textlist.Split(v)
@@ -243,7 +243,7 @@ func ParseConfig(kv map[string]string) (Config, error) {
 // idempotence) and those whose only value it accepts is its own (acks,
 // retries, in-flight requests).
 func (p *parser) parseProducer(c *Config) {
-	c.ClientID, _ = p.get(KeyClientID)
+	c.ClientID = p.text(KeyClientID)
 	if v, ok := p.get(KeyAcks); ok && v != "all" && v != "-1" {
 		p.fail(fmt.Errorf("%s=%s: outboxrelay always uses acks=all (an LSN is confirmed only after every in-sync replica has the record); remove the key or set it to all", KeyAcks, v))
 	}
@@ -253,13 +253,7 @@ func (p *parser) parseProducer(c *Config) {
 	if v, ok := p.get(KeyRetries); ok && v != "2147483647" {
 		p.fail(fmt.Errorf("%s=%s: outboxrelay retries transient failures forever so that per-key order holds; remove the key", KeyRetries, v))
 	}
-	if v, ok := p.get(KeyIdempotence); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			p.fail(fmt.Errorf("%s=%q: want true or false", KeyIdempotence, v))
-		}
-		c.DisableIdempotence = !b
-	}
+	c.DisableIdempotence = !p.bool(KeyIdempotence)
 	if _, ok := p.get(KeyMaxInFlight); ok {
 		// Any positive value is honoured: we never exceed one per
 		// partition, so Java's "at most 5 with enable.idempotence" holds.
@@ -275,7 +269,7 @@ func (p *parser) parseProducer(c *Config) {
 		c.Compression = comp
 	}
 	c.MaxRequestSize = p.int(KeyMaxRequestSize)
-	c.BufferMemory = int64(p.int(KeyBufferMemory))
+	c.BufferMemory = p.int64(KeyBufferMemory)
 	c.RequestTimeout = p.millis(KeyRequestTimeout)
 	c.RetryBackoff = p.millis(KeyRetryBackoff)
 	c.RetryBackoffMax = p.millis(KeyRetryBackoffMax)
@@ -295,13 +289,7 @@ func (p *parser) parseTopicCreation(c *Config) {
 			c.TopicConfigs[name] = strings.TrimSpace(v)
 		}
 	}
-	if v, ok := p.get(KeyAllowAutoCreateTopics); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			p.fail(fmt.Errorf("%s=%q: want true or false", KeyAllowAutoCreateTopics, v))
-		}
-		c.AllowAutoCreateTopics = b
-	}
+	c.AllowAutoCreateTopics = p.bool(KeyAllowAutoCreateTopics)
 }
 
 func (p *parser) parseTLS(c *Config) {
@@ -626,9 +614,12 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 	}
 }
 
-// parser collects every error of a key map so a user fixes them all at once.
+// parser collects every error of a key map so a user fixes them all at
+// once. Typed keys are read through their declarations (internal/confkey),
+// which give the defaults and ranges.
 type parser struct {
 	kv   map[string]string
+	v    confkey.Values
 	errs []error
 }
 
@@ -639,31 +630,41 @@ func (p *parser) get(key string) (string, bool) {
 
 func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
 
-func (p *parser) int(key string) int {
-	v, ok := p.get(key)
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
+func (p *parser) text(key string) string {
+	s, err := p.v.Text(key)
 	if err != nil {
-		p.fail(fmt.Errorf("%s=%q: want an integer", key, v))
+		p.fail(err)
+	}
+	return s
+}
+
+func (p *parser) bool(key string) bool {
+	b, err := p.v.Bool(key)
+	if err != nil {
+		p.fail(err)
+	}
+	return b
+}
+
+func (p *parser) int64(key string) int64 {
+	n, err := p.v.Int(key)
+	if err != nil {
+		p.fail(err)
 	}
 	return n
 }
 
+func (p *parser) int(key string) int { return int(p.int64(key)) }
+
 func (p *parser) millis(key string) time.Duration {
-	v, ok := p.get(key)
-	if !ok {
+	d, err := p.v.Millis(key)
+	if err != nil {
+		p.fail(err)
 		return 0
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		p.fail(fmt.Errorf("%s=%q: want a non-negative number of milliseconds", key, v))
-		return 0
-	}
-	if n == 0 && key == KeyLinger {
+	if d == 0 && key == KeyLinger {
 		// linger.ms=0 means "send at once"; keep it distinct from unset.
 		return time.Nanosecond
 	}
-	return time.Duration(n) * time.Millisecond
+	return d
 }

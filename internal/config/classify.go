@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
 
@@ -27,7 +28,7 @@ func (c *Config) classify(keyErr func(key, format string, args ...any)) {
 			}
 		}
 		doc, ok := lookup(table, tableName(name, aliases))
-		if rank > 0 && ok && doc.Origin != OriginProducer {
+		if rank > 0 && ok && doc.Origin != confkey.OriginProducer {
 			ok = false // producer.database.password is no producer key
 		}
 		if doc.Secret || strings.Contains(strings.ToLower(name), "password") {
@@ -44,23 +45,23 @@ func (c *Config) classify(keyErr func(key, format string, args ...any)) {
 			c.warnf("key %q has no effect on outbox events: %s; ignored", k, doc.NoEffect)
 			continue
 		}
-		if len(doc.Values) > 0 && !accepted(v, doc.Values) {
+		if _, ok := doc.Match(v); len(doc.Values) > 0 && !ok {
 			c.refuse(k, v, doc, keyErr)
 			continue
 		}
-		if doc.Sections&SectionKafka != 0 {
+		if doc.Sections&confkey.SectionKafka != 0 {
 			if prev, seen := kafkaRank[name]; !seen || rank >= prev {
 				c.Kafka[name] = v
 				kafkaRank[name] = rank
 			}
 		}
-		if doc.Sections&SectionRouter != 0 {
+		if doc.Sections&confkey.SectionRouter != 0 {
 			c.Router[k] = v
 		}
-		if doc.Sections&SectionPostgres != 0 {
+		if doc.Sections&confkey.SectionPostgres != 0 {
 			c.Postgres[k] = v
 		}
-		if doc.Sections&SectionRelay != 0 {
+		if doc.Sections&confkey.SectionRelay != 0 {
 			c.Relay[k] = v
 		}
 	}
@@ -97,31 +98,14 @@ func (c *Config) validate(keyErr func(key, format string, args ...any)) {
 	// One slot has one reader; Debezium's PostgreSQL connector also runs a
 	// single task whatever tasks.max says, so more cannot be what the user
 	// gets under Connect either.
-	if v, ok := c.all["tasks.max"]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		switch {
-		case err != nil || n < 1:
-			keyErr("tasks.max", "%s is not a positive integer; set tasks.max=1", strconv.Quote(v))
-		case n > 1:
-			keyErr("tasks.max", "%d tasks are not supported: one replication slot is read by one task, in Debezium too; set tasks.max=1", n)
-		}
+	// tasks.max is read by its declaration: an integer, at least 1.
+	n, err := confkey.Read(c.all).Int("tasks.max")
+	switch {
+	case err != nil:
+		keyErr("tasks.max", "%s is not a positive integer; set tasks.max=1", strconv.Quote(c.all["tasks.max"]))
+	case n > 1:
+		keyErr("tasks.max", "%d tasks are not supported: one replication slot is read by one task, in Debezium too; set tasks.max=1", n)
 	}
-}
-
-// accepted reports whether v is one of values. Java class names are
-// case-sensitive; Kafka's and Debezium's enum values are not.
-func accepted(v string, values []string) bool {
-	v = strings.TrimSpace(v)
-	for _, a := range values {
-		if strings.Contains(a, ".") {
-			if v == a {
-				return true
-			}
-		} else if strings.EqualFold(v, a) {
-			return true
-		}
-	}
-	return false
 }
 
 // tableName maps transforms.<alias>.<option> of a listed alias to the

@@ -8,6 +8,6 @@
 // (${env:NAME}, ${file:path:key}) because passwords usually come from them,
 // warns once per key that has no effect, and refuses, with what to write
 // instead, every value outboxrelay knows but cannot honour. The one table of
-// known keys (Keys) is also the source of the option reference in
-// docs/configuration.md.
+// known keys is internal/confkey's (Keys), which also generates the key
+// reference in docs/configuration.md.
 package config

@@ -10,11 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
@@ -46,23 +45,24 @@ type ExactlyOnceConfig struct {
 }
 
 func parseExactlyOnce(relay map[string]string, o OffsetsConfig, poll bool) (ExactlyOnceConfig, error) {
-	c := ExactlyOnceConfig{Required: strings.TrimSpace(relay["exactly.once.support"]) == "required",
-		TransactionalID: o.Connector, Timeout: 60 * time.Second, Boundary: sink.BoundaryPoll, Interval: o.Every}
-	if v := strings.TrimSpace(relay["transactional.id"]); v != "" {
-		c.TransactionalID = v
-	}
-	if v := strings.TrimSpace(relay["transaction.boundary"]); v != "" {
-		c.Boundary = v
-	}
+	v := confkey.Read(relay)
 	var errs []error
-	for key, d := range map[string]*time.Duration{"transaction.timeout.ms": &c.Timeout, "transaction.boundary.interval.ms": &c.Interval} {
-		if v := strings.TrimSpace(relay[key]); v != "" {
-			ms, err := strconv.Atoi(v)
-			if err != nil || ms <= 0 {
-				errs = append(errs, fmt.Errorf("%s %q: write a positive number of milliseconds", key, v))
-			}
-			*d = time.Duration(ms) * time.Millisecond
-		}
+	read := func(err error) { errs = append(errs, err) }
+	c := ExactlyOnceConfig{TransactionalID: o.Connector, Interval: o.Every}
+	support, err := v.Enum("exactly.once.support")
+	read(err)
+	c.Required = support == "required"
+	if v.Set("transactional.id") {
+		c.TransactionalID, err = v.Text("transactional.id")
+		read(err)
+	}
+	c.Boundary, err = v.Enum("transaction.boundary")
+	read(err)
+	c.Timeout, err = v.Millis("transaction.timeout.ms")
+	read(err)
+	if v.Set("transaction.boundary.interval.ms") {
+		c.Interval, err = v.Millis("transaction.boundary.interval.ms")
+		read(err)
 	}
 	if c.Boundary == sink.BoundaryInterval && c.Interval >= c.Timeout/2 {
 		errs = append(errs, fmt.Errorf("transaction.boundary.interval.ms %d must be under half of transaction.timeout.ms %d: a Kafka transaction open longer than the timeout is aborted by the coordinator; lower the interval or raise transaction.timeout.ms (up to the broker's transaction.max.timeout.ms)",
@@ -86,27 +86,18 @@ type OffsetsConfig struct {
 }
 
 func parseOffsets(relay map[string]string, name, prefix string) (OffsetsConfig, error) {
-	c := OffsetsConfig{Topic: "outboxrelay-offsets", Replication: -1, Every: time.Second, Connector: name}
+	v := confkey.Read(relay)
+	c := OffsetsConfig{Connector: name}
 	if c.Connector == "" {
 		c.Connector = prefix
 	}
-	if v := strings.TrimSpace(relay["offsets.storage.topic"]); v != "" {
-		c.Topic = v
-	}
-	var errs []error
-	if v := strings.TrimSpace(relay["offsets.storage.replication.factor"]); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n == 0 || n < -1 {
-			errs = append(errs, fmt.Errorf("offsets.storage.replication.factor %q: write a positive number, or -1 for the broker's default", v))
-		}
-		c.Replication = n
-	}
-	if v := strings.TrimSpace(relay["offset.flush.interval.ms"]); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
-			errs = append(errs, fmt.Errorf("offset.flush.interval.ms %q: write a positive number of milliseconds, e.g. 1000", v))
-		}
-		c.Every = time.Duration(ms) * time.Millisecond
+	topic, err1 := v.Text("offsets.storage.topic")
+	rf, err2 := v.Int("offsets.storage.replication.factor")
+	every, err3 := v.Millis("offset.flush.interval.ms")
+	c.Topic, c.Replication, c.Every = topic, int(rf), every
+	errs := []error{err1, err2, err3}
+	if err2 == nil && rf == 0 {
+		errs = append(errs, fmt.Errorf("offsets.storage.replication.factor \"0\": write a positive number, or -1 for the broker's default"))
 	}
 	return c, errors.Join(errs...)
 }
@@ -154,9 +145,12 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 		errs = append(errs, fmt.Errorf("%s=false with exactly.once.support=required: Kafka transactions need the idempotent producer; remove %s (or set it to true), or remove exactly.once.support",
 			sink.KeyIdempotence, sink.KeyIdempotence))
 	}
-	tolerance := cfg.Relay["errors.tolerance"]
-	_, err = relay.ParseTolerance(tolerance)
+	tolerance, err := confkey.Read(cfg.Relay).Enum("errors.tolerance")
 	errs = append(errs, err)
+	if err == nil {
+		_, err = relay.ParseTolerance(tolerance)
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
