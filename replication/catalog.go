@@ -2,12 +2,9 @@ package replication
 
 import (
 	"context"
-	"crypto/x509"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/capture"
 )
@@ -109,26 +106,4 @@ func keyChanged(newT, old *Tuple, key []bool) bool {
 		}
 	}
 	return false
-}
-
-// connectError wraps a failed connection with where it went and, for the
-// failures a person must fix, which connector key to look at.
-func connectError(op string, cfg *Config, err error) error {
-	hint := ""
-	var pgErr *pgconn.PgError
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	switch {
-	case errors.As(err, &unknownCA):
-		hint = "; the server certificate is not signed by database.sslrootcert: set it to the CA that signed it"
-	case errors.As(err, &hostname):
-		hint = "; the server certificate does not name database.hostname: connect by a name it lists, or use database.sslmode=verify-ca"
-	case errors.As(err, &pgErr) && pgErr.Code == "28P01":
-		hint = "; check database.user and database.password"
-	case errors.As(err, &pgErr) && pgErr.Code == "28000":
-		hint = "; add a pg_hba.conf line for this user, database and address (replication connections need one for the database too)"
-	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
-		hint = "; check database.dbname"
-	}
-	return fmt.Errorf("%s to %s as %s: %w%s", op, cfg.Where(), cfg.User, err, hint)
 }
