@@ -16,28 +16,14 @@ import (
 // retryable.
 var ErrTable = errors.New("poll mode: outbox table")
 
-// column is what the catalog says about one column.
-type column struct {
-	Type    string // format_type
-	NotNull bool
-}
-
-// columns reads the columns of a table: name → type and nullability.
-func columns(ctx context.Context, conn *pgx.Conn, name string) (map[string]column, error) {
-	schema, rel, _ := strings.Cut(name, ".")
-	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
-		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, schema, rel)
+// columns reads the columns of a table ("schema.table"): name → type and
+// nullability.
+func columns(ctx context.Context, conn *pgx.Conn, name string) (map[string]postgres.Column, error) {
+	cols, err := postgres.Columns(ctx, conn, postgres.QuoteTables([]string{name})[0])
 	if err != nil {
-		return nil, fmt.Errorf("poll mode: reading the columns of %s: %w", name, err)
+		return nil, fmt.Errorf("poll mode: %s: %w", name, err)
 	}
-	out := map[string]column{}
-	var col string
-	var c column
-	if _, err := pgx.ForEachRow(rows, []any{&col, &c.Type, &c.NotNull}, func() error { out[col] = c; return nil }); err != nil {
-		return nil, fmt.Errorf("poll mode: reading the columns of %s: %w", name, err)
-	}
-	return out, nil
+	return cols, nil
 }
 
 // isTimestamp reports whether a format_type names a timestamp type.
@@ -55,10 +41,10 @@ func describe(ctx context.Context, conn *pgx.Conn, name string, cfg Config) (*ta
 }
 
 // checkColumns is describe's pure part.
-func checkColumns(name string, cols map[string]column, cfg Config) (*table, error) {
+func checkColumns(name string, cols map[string]postgres.Column, cfg Config) (*table, error) {
 	q := postgres.QuoteTables([]string{name})[0]
 	var errs []error
-	need := func(col, key string) column {
+	need := func(col, key string) postgres.Column {
 		c, ok := cols[col]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%w %s has no column %q (%s)", ErrTable, name, col, key))

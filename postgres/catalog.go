@@ -103,3 +103,31 @@ func (c *Config) ConnectError(op string, err error) error {
 	}
 	return fmt.Errorf("%s to %s as %s: %w%s", op, c.Where(), c.User, err, hint)
 }
+
+// Column is what the catalog says about one column of a table.
+type Column struct {
+	Type     string // format_type, e.g. "timestamp with time zone"
+	TypeName string // pg_type.typname, e.g. "timestamptz"
+	NotNull  bool
+	Primary  bool // part of the primary key
+}
+
+// Columns reads the columns of a table, rel as regclass reads it: its
+// quoted name ("schema"."table") or its OID in decimal. It returns them
+// by name.
+func Columns(ctx context.Context, conn *pgx.Conn, rel string) (map[string]Column, error) {
+	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typname, a.attnotnull, coalesce(a.attnum = ANY(i.indkey), false)
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`, rel)
+	if err != nil {
+		return nil, fmt.Errorf("reading the columns from pg_attribute: %w", err)
+	}
+	out := map[string]Column{}
+	var name string
+	var c Column
+	if _, err := pgx.ForEachRow(rows, []any{&name, &c.Type, &c.TypeName, &c.NotNull, &c.Primary}, func() error { out[name] = c; return nil }); err != nil {
+		return nil, fmt.Errorf("reading the columns from pg_attribute: %w", err)
+	}
+	return out, nil
+}

@@ -3,10 +3,12 @@ package replication
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // bindColumns pairs a tuple's values with the relation's column names and
@@ -64,26 +66,15 @@ func (c relCatalog) keyColumns(rel *Relation) []bool {
 // readRelCatalog reads nullability and primary-key membership of a
 // relation's columns.
 func readRelCatalog(ctx context.Context, conn *pgx.Conn, rel *Relation) (relCatalog, error) {
-	rows, err := conn.Query(ctx, `SELECT a.attname, NOT a.attnotnull, coalesce(a.attnum = ANY(i.indkey), false)
-		FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
-		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, rel.ID)
+	byName, err := postgres.Columns(ctx, conn, strconv.FormatUint(uint64(rel.ID), 10))
 	if err != nil {
-		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
-	}
-	type attr struct{ nullable, primary bool }
-	byName := map[string]attr{}
-	var name string
-	var a attr
-	if _, err = pgx.ForEachRow(rows, []any{&name, &a.nullable, &a.primary}, func() error {
-		byName[name] = a
-		return nil
-	}); err != nil {
-		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
+		return relCatalog{}, fmt.Errorf("reading the columns of %s: %w", rel.QualifiedName(), err)
 	}
 	c := relCatalog{nullable: make([]bool, len(rel.Columns)), primary: make([]bool, len(rel.Columns))}
 	for i, col := range rel.Columns {
-		c.nullable[i] = byName[col.Name].nullable
-		c.primary[i] = byName[col.Name].primary
+		a, ok := byName[col.Name]
+		c.nullable[i] = ok && !a.NotNull
+		c.primary[i] = a.Primary
 	}
 	return c, nil
 }

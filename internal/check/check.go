@@ -348,31 +348,24 @@ func (c *checker) columnRules() []columnRule {
 
 func (c *checker) columns(ctx context.Context, table string) {
 	qt := postgres.QuoteTables([]string{table})[0]
-	rows, err := c.conn.Query(ctx, `SELECT a.attname, t.typname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`, qt)
+	cols, err := postgres.Columns(ctx, c.conn, qt)
 	if err != nil {
-		c.fail("columns of "+table, err.Error(), "")
-		return
-	}
-	typname, formatted := map[string]string{}, map[string]string{}
-	var col, tn, ft string
-	if _, err := pgx.ForEachRow(rows, []any{&col, &tn, &ft}, func() error { typname[col], formatted[col] = tn, ft; return nil }); err != nil {
 		c.fail("columns of "+table, err.Error(), "")
 		return
 	}
 	var found, bad, fixes []string
 	for _, r := range c.columnRules() {
-		tn, ok := typname[r.column]
+		col, ok := cols[r.column]
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("%s (%s) is missing", r.column, r.role))
 			fixes = append(fixes, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s; -- or set %s to an existing column", qt, postgres.QuoteIdent(r.column), r.fixType, r.key))
-		case r.types != nil && !contains(r.types, tn):
-			bad = append(bad, fmt.Sprintf("%s (%s) is %s", r.column, r.role, formatted[r.column]))
+		case r.types != nil && !contains(r.types, col.TypeName):
+			bad = append(bad, fmt.Sprintf("%s (%s) is %s", r.column, r.role, col.Type))
 			fixes = append(fixes, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s; -- %s needs one of %s",
 				qt, postgres.QuoteIdent(r.column), r.fixType, postgres.QuoteIdent(r.column), r.fixType, r.role, strings.Join(r.types, ", ")))
 		default:
-			found = append(found, fmt.Sprintf("%s %s (%s)", r.column, formatted[r.column], r.role))
+			found = append(found, fmt.Sprintf("%s %s (%s)", r.column, col.Type, r.role))
 		}
 	}
 	if len(bad) > 0 {
