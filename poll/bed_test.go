@@ -12,7 +12,7 @@ import (
 
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
-	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // syncBuffer is a log sink safe for the stream's goroutine and the test.
@@ -48,9 +48,9 @@ func TestWatchdogCountsStuckRows(t *testing.T) {
 		`INSERT INTO `+schema+`.outbox (aggregateid, created_at, dispatched_at) VALUES ('d', now() - interval '3 hours', now())`)
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`) })
 	host, port := testbed.PostgresHostPort(t)
-	pg, err := replication.ParseConfig(map[string]string{
+	pg, err := postgres.ParseConfig(map[string]string{
 		"database.hostname": host, "database.port": fmt.Sprint(port), "database.user": "debezium", "database.password": "debezium@123",
-		"database.dbname": "order_db", "database.sslmode": "disable", "table.include.list": schema + `\.outbox`, "topic.prefix": "t",
+		"database.dbname": "order_db", "database.sslmode": "disable", "table.include.list": schema + `\.outbox`,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // The advisory locks of poll mode are two-key session locks
@@ -86,9 +86,9 @@ func (s *stream) rebalance(ctx context.Context) error {
 		sort.Ints(s.buckets)
 	}
 	if len(s.held) > 0 {
-		s.src.state(replication.StateStreaming)
+		s.src.state(capture.StateStreaming)
 	} else {
-		s.src.state(replication.StateStandby)
+		s.src.state(capture.StateStandby)
 	}
 	return nil
 }

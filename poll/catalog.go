@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // ErrTable reports an outbox table poll mode cannot read as configured: a
@@ -16,28 +16,14 @@ import (
 // retryable.
 var ErrTable = errors.New("poll mode: outbox table")
 
-// column is what the catalog says about one column.
-type column struct {
-	Type    string // format_type
-	NotNull bool
-}
-
-// columns reads the columns of a table: name → type and nullability.
-func columns(ctx context.Context, conn *pgx.Conn, name string) (map[string]column, error) {
-	schema, rel, _ := strings.Cut(name, ".")
-	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
-		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, schema, rel)
+// columns reads the columns of a table ("schema.table"): name → type and
+// nullability.
+func columns(ctx context.Context, conn *pgx.Conn, name string) (map[string]postgres.Column, error) {
+	cols, err := postgres.Columns(ctx, conn, postgres.QuoteTables([]string{name})[0])
 	if err != nil {
-		return nil, fmt.Errorf("poll mode: reading the columns of %s: %w", name, err)
+		return nil, fmt.Errorf("poll mode: %s: %w", name, err)
 	}
-	out := map[string]column{}
-	var col string
-	var c column
-	if _, err := pgx.ForEachRow(rows, []any{&col, &c.Type, &c.NotNull}, func() error { out[col] = c; return nil }); err != nil {
-		return nil, fmt.Errorf("poll mode: reading the columns of %s: %w", name, err)
-	}
-	return out, nil
+	return cols, nil
 }
 
 // isTimestamp reports whether a format_type names a timestamp type.
@@ -55,10 +41,10 @@ func describe(ctx context.Context, conn *pgx.Conn, name string, cfg Config) (*ta
 }
 
 // checkColumns is describe's pure part.
-func checkColumns(name string, cols map[string]column, cfg Config) (*table, error) {
-	q := replication.QuoteTables([]string{name})[0]
+func checkColumns(name string, cols map[string]postgres.Column, cfg Config) (*table, error) {
+	q := postgres.QuoteTables([]string{name})[0]
 	var errs []error
-	need := func(col, key string) column {
+	need := func(col, key string) postgres.Column {
 		c, ok := cols[col]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%w %s has no column %q (%s)", ErrTable, name, col, key))
@@ -70,11 +56,11 @@ func checkColumns(name string, cols map[string]column, cfg Config) (*table, erro
 	ord := need(cfg.Order, KeyOrder)
 	if ord.Type != "" && !ord.NotNull {
 		errs = append(errs, fmt.Errorf("%w %s: the order column %q (%s) may be NULL; a NULL row has no place in the order: ALTER TABLE %s ALTER COLUMN %s SET NOT NULL;",
-			ErrTable, name, cfg.Order, KeyOrder, q, replication.QuoteIdent(cfg.Order)))
+			ErrTable, name, cfg.Order, KeyOrder, q, postgres.QuoteIdent(cfg.Order)))
 	}
 	if d, ok := cols[cfg.Dispatched]; !ok {
 		errs = append(errs, fmt.Errorf("%w %s has no column %q (%s): ALTER TABLE %s ADD COLUMN %s timestamptz; %s",
-			ErrTable, name, cfg.Dispatched, KeyDispatched, q, replication.QuoteIdent(cfg.Dispatched), IndexSQL(name, cfg.Order, cfg.IDColumn, cfg.Dispatched)))
+			ErrTable, name, cfg.Dispatched, KeyDispatched, q, postgres.QuoteIdent(cfg.Dispatched), IndexSQL(name, cfg.Order, cfg.IDColumn, cfg.Dispatched)))
 	} else if !isTimestamp(d.Type) {
 		errs = append(errs, fmt.Errorf("%w %s: the dispatched column %q (%s) is %s; poll mode sets it to now(): use a timestamptz column",
 			ErrTable, name, cfg.Dispatched, KeyDispatched, d.Type))
@@ -82,14 +68,14 @@ func checkColumns(name string, cols map[string]column, cfg Config) (*table, erro
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	t := &table{Name: name, Quoted: q, ID: replication.QuoteIdent(cfg.IDColumn), IDType: id.Type,
-		Key: replication.QuoteIdent(cfg.KeyColumn), Order: replication.QuoteIdent(cfg.Order), OrderType: ord.Type,
-		Dispatched: replication.QuoteIdent(cfg.Dispatched)}
+	t := &table{Name: name, Quoted: q, ID: postgres.QuoteIdent(cfg.IDColumn), IDType: id.Type,
+		Key: postgres.QuoteIdent(cfg.KeyColumn), Order: postgres.QuoteIdent(cfg.Order), OrderType: ord.Type,
+		Dispatched: postgres.QuoteIdent(cfg.Dispatched)}
 	switch {
 	case isTimestamp(ord.Type):
 		t.Age = t.Order
 	case isTimestamp(cols[cfg.AgeColumn].Type):
-		t.Age = replication.QuoteIdent(cfg.AgeColumn)
+		t.Age = postgres.QuoteIdent(cfg.AgeColumn)
 	}
 	return t, nil
 }
@@ -101,7 +87,7 @@ func HasIndex(ctx context.Context, conn *pgx.Conn, name, dispatched string) (boo
 	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index i
 		WHERE i.indrelid = $1::regclass AND i.indpred IS NOT NULL
 		  AND pg_get_expr(i.indpred, i.indrelid) = $2`,
-		replication.QuoteTables([]string{name})[0], "("+replication.QuoteIdent(dispatched)+" IS NULL)").Scan(&n)
+		postgres.QuoteTables([]string{name})[0], "("+postgres.QuoteIdent(dispatched)+" IS NULL)").Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("poll mode: reading the indexes of %s: %w", name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -42,7 +44,7 @@ func TestParseConfig(t *testing.T) {
 
 func TestCheckColumns(t *testing.T) {
 	cfg := Config{Dispatched: "dispatched_at", Order: "seq", IDColumn: "id", KeyColumn: "aggregateid", AgeColumn: "created_at"}
-	good := map[string]column{
+	good := map[string]postgres.Column{
 		"id": {Type: "uuid", NotNull: true}, "aggregateid": {Type: "text"}, "seq": {Type: "bigint", NotNull: true},
 		"dispatched_at": {Type: "timestamp with time zone"}, "created_at": {Type: "timestamp with time zone", NotNull: true},
 	}
@@ -62,18 +64,18 @@ func TestCheckColumns(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(map[string]column)
+		edit func(map[string]postgres.Column)
 		want string
 	}{
-		{"no dispatched column", func(m map[string]column) { delete(m, "dispatched_at") },
+		{"no dispatched column", func(m map[string]postgres.Column) { delete(m, "dispatched_at") },
 			`has no column "dispatched_at" (outbox.poll.dispatched.column): ALTER TABLE app."Outbox" ADD COLUMN dispatched_at timestamptz; CREATE INDEX CONCURRENTLY "Outbox_undispatched" ON app."Outbox" (seq, id) WHERE dispatched_at IS NULL;`},
-		{"dispatched not a timestamp", func(m map[string]column) { m["dispatched_at"] = column{Type: "boolean"} }, `is boolean; poll mode sets it to now()`},
-		{"order nullable", func(m map[string]column) { m["seq"] = column{Type: "bigint"} }, `ALTER TABLE app."Outbox" ALTER COLUMN seq SET NOT NULL;`},
-		{"no order column", func(m map[string]column) { delete(m, "seq") }, `has no column "seq" (outbox.poll.order.column)`},
-		{"no key column", func(m map[string]column) { delete(m, "aggregateid") }, `has no column "aggregateid" (table.field.event.key)`},
+		{"dispatched not a timestamp", func(m map[string]postgres.Column) { m["dispatched_at"] = postgres.Column{Type: "boolean"} }, `is boolean; poll mode sets it to now()`},
+		{"order nullable", func(m map[string]postgres.Column) { m["seq"] = postgres.Column{Type: "bigint"} }, `ALTER TABLE app."Outbox" ALTER COLUMN seq SET NOT NULL;`},
+		{"no order column", func(m map[string]postgres.Column) { delete(m, "seq") }, `has no column "seq" (outbox.poll.order.column)`},
+		{"no key column", func(m map[string]postgres.Column) { delete(m, "aggregateid") }, `has no column "aggregateid" (table.field.event.key)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := map[string]column{}
+			m := map[string]postgres.Column{}
 			for k, v := range good {
 				m[k] = v
 			}

@@ -26,14 +26,27 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/capture"
-	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
+
+// Observer receives poll mode's state changes and pending age for
+// metrics, readiness and progress logs; cmd/outboxrelay wires one backed
+// by Prometheus. SourceOptions.Observer may be nil. Both methods must be
+// cheap; they run on the stream's goroutine.
+type Observer interface {
+	// State: the source entered capture.StateStreaming (it holds buckets)
+	// or capture.StateStandby (it holds none).
+	State(state capture.State)
+	// Pending: the commit time of the oldest batch not yet confirmed;
+	// zero when there is none.
+	Pending(oldest time.Time)
+}
 
 // SourceOptions are the knobs of a Source besides its configuration. Log
 // is required; Observer and Stuck may be nil.
 type SourceOptions struct {
 	Log      *slog.Logger
-	Observer replication.Observer // State (streaming, standby) and Pending
+	Observer Observer
 	// Stuck is told, at every watchdog round, how many rows are
 	// undispatched for longer than outbox.poll.stuck.after.ms.
 	Stuck func(rows int64)
@@ -44,14 +57,14 @@ type SourceOptions struct {
 
 // Source is the polling capture source. It connects to nothing until Open.
 type Source struct {
-	pg  *replication.Config
+	pg  *postgres.Config
 	cfg Config
 	opt SourceOptions
 }
 
 // NewSource returns a poll source reading the tables of pg's
 // table.include.list with cfg.
-func NewSource(pg *replication.Config, cfg Config, opt SourceOptions) (*Source, error) {
+func NewSource(pg *postgres.Config, cfg Config, opt SourceOptions) (*Source, error) {
 	if pg == nil || opt.Log == nil {
 		return nil, errors.New("poll.NewSource: the PostgreSQL config and Log are required")
 	}
@@ -61,10 +74,10 @@ func NewSource(pg *replication.Config, cfg Config, opt SourceOptions) (*Source, 
 	return &Source{pg: pg, cfg: cfg, opt: opt}, nil
 }
 
-// Retryable: the PostgreSQL side's rule; a table poll mode cannot read is
-// not retried.
+// Retryable: a PostgreSQL connection's rule (postgres.Retryable); a table
+// poll mode cannot read is not retried.
 func (s *Source) Retryable(err error) bool {
-	return !errors.Is(err, ErrTable) && replication.Retryable(err)
+	return !errors.Is(err, ErrTable) && postgres.Retryable(err)
 }
 
 // Close releases nothing: a stream's locks live on its own connection.
@@ -88,9 +101,12 @@ func (s *Source) Open(ctx context.Context, known capture.Known) (_ capture.Strea
 			conn.Close(context.Background())
 		}
 	}()
-	names, err := replication.IncludedTables(ctx, conn, s.pg)
+	names, err := postgres.IncludedTables(ctx, conn, s.pg)
+	if err == nil {
+		err = postgres.RequireTables(s.pg, names)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("poll mode: %w", err)
 	}
 	st := &stream{src: s, conn: conn, from: confirmed, next: confirmed + 1, held: map[int]bool{}}
 	for _, n := range names {
@@ -115,7 +131,7 @@ func (s *Source) Open(ctx context.Context, known capture.Known) (_ capture.Strea
 	return st, nil
 }
 
-func (s *Source) state(st string) {
+func (s *Source) state(st capture.State) {
 	if s.opt.Observer != nil {
 		s.opt.Observer.State(st)
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // Buckets is how many buckets aggregates are hashed into; replicas share
@@ -69,13 +69,13 @@ func (t *table) stuckSQL() string {
 // rows in claim order.
 func IndexSQL(tableName, order, id, dispatched string) string {
 	schema, name, _ := strings.Cut(tableName, ".")
-	idx := replication.QuoteIdent(name + "_undispatched")
-	cols := replication.QuoteIdent(order)
+	idx := postgres.QuoteIdent(name + "_undispatched")
+	cols := postgres.QuoteIdent(order)
 	if order != id {
-		cols += ", " + replication.QuoteIdent(id)
+		cols += ", " + postgres.QuoteIdent(id)
 	}
 	return fmt.Sprintf("CREATE INDEX CONCURRENTLY %s ON %s.%s (%s) WHERE %s IS NULL;", idx,
-		replication.QuoteIdent(schema), replication.QuoteIdent(name), cols, replication.QuoteIdent(dispatched))
+		postgres.QuoteIdent(schema), postgres.QuoteIdent(name), cols, postgres.QuoteIdent(dispatched))
 }
 
 // textArray is a PostgreSQL array literal of the values, each quoted.

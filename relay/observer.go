@@ -1,6 +1,10 @@
 package relay
 
-import "time"
+import (
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
+)
 
 // Observer receives the relay's progress events for metrics, readiness and
 // progress logs; cmd/outboxrelay wires one backed by Prometheus, so this
@@ -23,6 +27,7 @@ type Observer interface {
 	// SnapshotProgress: rows emitted so far by the running initial
 	// snapshot; done is true once, when all of them are acknowledged.
 	SnapshotProgress(rows int64, done bool)
-	// State: the relay entered a state (StateRetrying, StateStopped).
-	State(state string)
+	// State: the relay entered a state (capture.StateRetrying,
+	// capture.StateStopped).
+	State(state capture.State)
 }

@@ -100,7 +100,7 @@ func Run(ctx context.Context, opt Options) error {
 	if c, ok := opt.Sink.(io.Closer); ok {
 		defer c.Close() // the transactional sink aborts an open transaction
 	}
-	defer r.state(StateStopped)
+	defer r.state(capture.StateStopped)
 	return r.retry(ctx)
 }
 
@@ -121,7 +121,7 @@ type relay struct {
 	known capture.Known
 }
 
-func (r *relay) state(s string) {
+func (r *relay) state(s capture.State) {
 	if r.opt.Observer != nil {
 		r.opt.Observer.State(s)
 	}

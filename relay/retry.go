@@ -12,13 +12,6 @@ import (
 	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-// States the relay reports through Observer.State; the source reports its
-// own (standby, connected, snapshot, streaming).
-const (
-	StateRetrying = "retrying" // a session failed, waiting to open the next
-	StateStopped  = "stopped"  // Run is returning
-)
-
 // retry runs sessions until one ends the relay. Retry-or-stop is decided
 // here, in retryable; the backoff restarts short after a session that
 // confirmed progress.
@@ -47,7 +40,7 @@ func (r *relay) retry(ctx context.Context) error {
 		if failingSince.IsZero() {
 			failingSince = started
 		}
-		r.state(StateRetrying)
+		r.state(capture.StateRetrying)
 		r.opt.Log.Warn("relay: session failed, retrying",
 			"err", err, "attempt", attempt, "failing_since", failingSince.Format(time.RFC3339), "backoff", backoff.String(),
 			"resume_from", r.known.Confirmed.String())

@@ -2,14 +2,13 @@ package replication
 
 import (
 	"context"
-	"crypto/x509"
-	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // bindColumns pairs a tuple's values with the relation's column names and
@@ -67,26 +66,15 @@ func (c relCatalog) keyColumns(rel *Relation) []bool {
 // readRelCatalog reads nullability and primary-key membership of a
 // relation's columns.
 func readRelCatalog(ctx context.Context, conn *pgx.Conn, rel *Relation) (relCatalog, error) {
-	rows, err := conn.Query(ctx, `SELECT a.attname, NOT a.attnotnull, coalesce(a.attnum = ANY(i.indkey), false)
-		FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
-		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`, rel.ID)
+	byName, err := postgres.Columns(ctx, conn, strconv.FormatUint(uint64(rel.ID), 10))
 	if err != nil {
-		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
-	}
-	type attr struct{ nullable, primary bool }
-	byName := map[string]attr{}
-	var name string
-	var a attr
-	if _, err = pgx.ForEachRow(rows, []any{&name, &a.nullable, &a.primary}, func() error {
-		byName[name] = a
-		return nil
-	}); err != nil {
-		return relCatalog{}, fmt.Errorf("reading the columns of %s from pg_attribute: %w", rel.QualifiedName(), err)
+		return relCatalog{}, fmt.Errorf("reading the columns of %s: %w", rel.QualifiedName(), err)
 	}
 	c := relCatalog{nullable: make([]bool, len(rel.Columns)), primary: make([]bool, len(rel.Columns))}
 	for i, col := range rel.Columns {
-		c.nullable[i] = byName[col.Name].nullable
-		c.primary[i] = byName[col.Name].primary
+		a, ok := byName[col.Name]
+		c.nullable[i] = ok && !a.NotNull
+		c.primary[i] = a.Primary
 	}
 	return c, nil
 }
@@ -109,26 +97,4 @@ func keyChanged(newT, old *Tuple, key []bool) bool {
 		}
 	}
 	return false
-}
-
-// connectError wraps a failed connection with where it went and, for the
-// failures a person must fix, which connector key to look at.
-func connectError(op string, cfg *Config, err error) error {
-	hint := ""
-	var pgErr *pgconn.PgError
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	switch {
-	case errors.As(err, &unknownCA):
-		hint = "; the server certificate is not signed by database.sslrootcert: set it to the CA that signed it"
-	case errors.As(err, &hostname):
-		hint = "; the server certificate does not name database.hostname: connect by a name it lists, or use database.sslmode=verify-ca"
-	case errors.As(err, &pgErr) && pgErr.Code == "28P01":
-		hint = "; check database.user and database.password"
-	case errors.As(err, &pgErr) && pgErr.Code == "28000":
-		hint = "; add a pg_hba.conf line for this user, database and address (replication connections need one for the database too)"
-	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
-		hint = "; check database.dbname"
-	}
-	return fmt.Errorf("%s to %s as %s: %w%s", op, cfg.Where(), cfg.User, err, hint)
 }

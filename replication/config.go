@@ -1,22 +1,14 @@
 package replication
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/internal/msgprefix"
-	"github.com/outboxrelay/outboxrelay/internal/rawconn"
-	"github.com/outboxrelay/outboxrelay/internal/textlist"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // Snapshot modes (connector key snapshot.mode).
@@ -35,26 +27,13 @@ const (
 	PublicationNoTables  = "no_tables"
 )
 
-// Config is the PostgreSQL side of a Debezium PostgreSQL connector config.
-// Build it with ParseConfig; every field's doc names its connector key and
-// default.
+// Config is the logical replication side of a Debezium PostgreSQL
+// connector config: the connection (postgres.Config, embedded) and the
+// keys of the slot, the publication, the snapshot, messages, heartbeats and
+// retries. Build it with ParseConfig; every field's doc names its
+// connector key and default.
 type Config struct {
-	// Host is database.hostname (required): one host, or a comma-separated
-	// list tried in order for a read-write server, as libpq does with
-	// target_session_attrs=read-write, so that after a failover the relay
-	// finds the new primary. Port is database.port, default 5432: one
-	// port for every host, or one per host.
-	Host        string
-	Port        int    // the first host's port
-	Ports       []int  // one per host
-	User        string // database.user (required)
-	Password    string // database.password; never logged
-	DBName      string // database.dbname (required)
-	SSLMode     string // database.sslmode, default prefer (libpq modes)
-	SSLRootCert string // database.sslrootcert
-	SSLCert     string // database.sslcert
-	SSLKey      string // database.sslkey
-	SSLPassword string // database.sslpassword: of an encrypted database.sslkey
+	postgres.Config
 
 	Slot           string // slot.name, default debezium
 	DropSlotOnStop bool   // slot.drop.on.stop, default false
@@ -72,11 +51,6 @@ type Config struct {
 
 	Publication string // publication.name, default dbz_publication
 	AutoCreate  string // publication.autocreate.mode, default all_tables
-
-	// Tables is table.include.list: regexes matched against the whole
-	// "schema.table" name, as Debezium does.
-	Tables     []*regexp.Regexp
-	TablesText string
 
 	SnapshotMode string // snapshot.mode, default initial
 
@@ -115,113 +89,39 @@ type Config struct {
 // KeyMessagesOnly is outbox.messages.only (Config.MessagesOnly).
 const KeyMessagesOnly = "outbox.messages.only"
 
-// ParseConfig reads the replication keys of a connector config map
-// through their declarations (internal/confkey), which give the defaults
-// and ranges. Keys that belong to other components are ignored here;
-// unknown keys are reported by the caller, which sees the whole map.
+// ParseConfig reads the connection keys (postgres.ParseConfig) and the
+// replication keys of a connector config map, through their declarations
+// (internal/confkey), which give the defaults and ranges. Keys that belong to other
+// components are ignored here; unknown keys are reported by the caller,
+// which sees the whole map.
 func ParseConfig(m map[string]string) (Config, error) {
-	r := keyReader{v: confkey.Read(m)}
+	pg, pgErr := postgres.ParseConfig(m)
+	r := confkey.Collect(m)
 	c := Config{
-		Host:               r.text("database.hostname"),
-		User:               r.text("database.user"),
-		Password:           m["database.password"],
-		DBName:             r.text("database.dbname"),
-		SSLMode:            strings.ToLower(r.text("database.sslmode")),
-		SSLRootCert:        r.text("database.sslrootcert"),
-		SSLCert:            r.text("database.sslcert"),
-		SSLKey:             r.text("database.sslkey"),
-		SSLPassword:        m["database.sslpassword"],
-		Slot:               r.text("slot.name"),
-		Publication:        r.text("publication.name"),
-		AutoCreate:         strings.ToLower(r.text("publication.autocreate.mode")),
-		TablesText:         m["table.include.list"],
+		Config:             pg,
+		Slot:               r.Text("slot.name"),
+		Publication:        r.Text("publication.name"),
+		AutoCreate:         strings.ToLower(r.Text("publication.autocreate.mode")),
 		MessageIncludeText: m["message.prefix.include.list"],
 		MessageExcludeText: m["message.prefix.exclude.list"],
-		SnapshotMode:       strings.ToLower(r.text("snapshot.mode")),
+		SnapshotMode:       strings.ToLower(r.Text("snapshot.mode")),
 		HeartbeatQuery:     m["heartbeat.action.query"],
 		TopicPrefix:        m["topic.prefix"],
+		DropSlotOnStop:     r.Bool("slot.drop.on.stop"),
+		MessagesOnly:       r.Bool(KeyMessagesOnly),
+		SlotFailover:       r.Bool("slot.failover"),
+		SlotMaxRetries:     int(r.Int("slot.max.retries")),
+		SlotRetryDelay:     r.Millis("slot.retry.delay.ms"),
+		HeartbeatInterval:  r.Millis("heartbeat.interval.ms"),
+		StatusInterval:     r.Millis("status.update.interval.ms"),
+		MaxRetries:         int(r.Int("errors.max.retries")),
+		RetryWait:          r.Millis("retriable.restart.connector.wait.ms"),
 	}
-	c.HeartbeatTopic = r.text("topic.heartbeat.prefix") + "." + c.TopicPrefix
-	c.DropSlotOnStop = r.bool("slot.drop.on.stop")
-	c.MessagesOnly = r.bool(KeyMessagesOnly)
-	c.SlotFailover = r.bool("slot.failover")
-	c.SlotMaxRetries = int(r.int("slot.max.retries"))
-	c.SlotRetryDelay = r.millis("slot.retry.delay.ms")
-	c.HeartbeatInterval = r.millis("heartbeat.interval.ms")
-	c.StatusInterval = r.millis("status.update.interval.ms")
-	c.MaxRetries = int(r.int("errors.max.retries"))
-	c.RetryWait = r.millis("retriable.restart.connector.wait.ms")
-	errs := r.errs
-	var err error
-	if c.Ports, err = portsKey(r.text("database.port"), len(splitHosts(c.Host))); err != nil {
-		errs = append(errs, err)
-	} else {
-		c.Port = c.Ports[0]
+	c.HeartbeatTopic = r.Text("topic.heartbeat.prefix") + "." + c.TopicPrefix
+	if err := errors.Join(r.Err(), c.parsePrefixLists()); err != nil {
+		return c, errors.Join(pgErr, err)
 	}
-	errs = append(errs, c.parseTables()...)
-	if err := c.parsePrefixLists(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return c, errors.Join(errs...)
-	}
-	return c, c.Validate()
-}
-
-// keyReader reads keys through their declarations, collecting the errors
-// so that all are reported at once.
-type keyReader struct {
-	v    confkey.Values
-	errs []error
-}
-
-func (r *keyReader) add(err error) {
-	if err != nil {
-		r.errs = append(r.errs, err)
-	}
-}
-
-func (r *keyReader) text(key string) string {
-	s, err := r.v.Text(key)
-	r.add(err)
-	return s
-}
-
-func (r *keyReader) bool(key string) bool {
-	b, err := r.v.Bool(key)
-	r.add(err)
-	return b
-}
-
-func (r *keyReader) int(key string) int64 {
-	n, err := r.v.Int(key)
-	r.add(err)
-	return n
-}
-
-func (r *keyReader) millis(key string) time.Duration {
-	d, err := r.v.Millis(key)
-	r.add(err)
-	return d
-}
-
-// parseTables compiles table.include.list (split as Debezium's
-// RegExSplitter): regexes matched against the whole schema.table.
-func (c *Config) parseTables() []error {
-	tables, err := textlist.SplitRegex(c.TablesText)
-	if err != nil {
-		return []error{fmt.Errorf("table.include.list: %v", err)}
-	}
-	var errs []error
-	for _, p := range tables {
-		re, err := regexp.Compile(`^(?:` + p + `)$`)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("table.include.list: %q is not a valid regular expression: %v; write schema.table names, e.g. public.outbox", p, err))
-			continue
-		}
-		c.Tables = append(c.Tables, re)
-	}
-	return errs
+	return c, errors.Join(pgErr, c.validate())
 }
 
 // parsePrefixLists compiles message.prefix.include.list and
@@ -239,24 +139,18 @@ func (c *Config) IncludesMessage(prefix string) bool {
 	return c.Messages && c.MessagePrefixes.Includes(prefix)
 }
 
-// Validate checks required keys and cross-field rules, naming the key and
-// what to write instead.
+// Validate checks the connection's keys (postgres.Config.Validate), the
+// required keys and the cross-field rules, naming the key and what to
+// write instead.
 func (c *Config) Validate() error {
+	return errors.Join(c.Config.Validate(), c.validate())
+}
+
+// validate is Validate's part for the replication keys.
+func (c *Config) validate() error {
 	var errs []error
-	req := func(v, key, example string) {
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s is required; e.g. \"%s\": %q", key, key, example))
-		}
-	}
-	req(c.Host, "database.hostname", "127.0.0.1")
-	req(c.User, "database.user", "debezium")
-	req(c.DBName, "database.dbname", "order_db")
-	req(c.TopicPrefix, "topic.prefix", "order_db")
-	// Without a table the relay would publish nothing and still move the
-	// slot: a silent no-op that looks healthy. Debezium would capture every
-	// table; outboxrelay routes outbox tables only, so it must be told which.
-	if len(c.Tables) == 0 && c.TablesText == "" {
-		errs = append(errs, errors.New(`table.include.list is required: name the outbox table(s), e.g. "table.include.list": "public.outbox"`))
+	if c.TopicPrefix == "" {
+		errs = append(errs, fmt.Errorf("topic.prefix is required; e.g. \"topic.prefix\": \"order_db\""))
 	}
 	switch c.SnapshotMode {
 	case "schema_only", "never":
@@ -274,11 +168,6 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("publication.autocreate.mode %q is not supported; use disabled, filtered, all_tables or no_tables", c.AutoCreate))
 	}
-	switch c.SSLMode {
-	case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
-	default:
-		errs = append(errs, fmt.Errorf("database.sslmode %q is not a libpq mode; use disable, allow, prefer, require, verify-ca or verify-full", c.SSLMode))
-	}
 	if !validSlotName(c.Slot) {
 		errs = append(errs, fmt.Errorf("slot.name %q is not a valid replication slot name: use lower-case letters, digits and underscores, at most 63", c.Slot))
 	}
@@ -295,191 +184,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("heartbeat.interval.ms must be 0 (off) or positive"))
 	}
 	return errors.Join(errs...)
-}
-
-// dsn is the libpq keyword/value string of the connection, without the
-// password: a parse error may quote the string, and pgx masks a password
-// in it only up to the first escaped quote.
-func (c *Config) dsn(replication bool) string {
-	var b strings.Builder
-	kv := func(k, v string) {
-		if v == "" {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(k)
-		b.WriteString("='")
-		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v))
-		b.WriteByte('\'')
-	}
-	hosts := splitHosts(c.Host)
-	kv("host", strings.Join(hosts, ","))
-	ports := make([]string, len(c.Ports))
-	for i, p := range c.Ports {
-		ports[i] = strconv.Itoa(p)
-	}
-	kv("port", strings.Join(ports, ","))
-	if len(hosts) > 1 {
-		kv("target_session_attrs", "read-write")
-		// A dead host that drops packets must not hold the failover for
-		// the kernel's connect timeout (about two minutes) per attempt.
-		kv("connect_timeout", "10")
-	}
-	kv("user", c.User)
-	kv("dbname", c.DBName)
-	kv("sslmode", c.SSLMode)
-	kv("sslrootcert", c.SSLRootCert)
-	kv("sslcert", c.SSLCert)
-	kv("sslkey", c.SSLKey)
-	kv("application_name", "outboxrelay")
-	if replication {
-		kv("replication", "database")
-	}
-	return b.String()
-}
-
-// ErrConnSettings: the connection settings cannot be used as they are (a
-// TLS file that cannot be read, a bad value). Not retryable.
-var ErrConnSettings = errors.New("connection settings")
-
-// ConnConfig is the ordinary connection's configuration, the password set
-// as a field rather than written into a string.
-func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
-	cc, err := pgx.ParseConfigWithOptions(c.dsn(false), pgx.ParseConfigOptions{ParseConfigOptions: c.parseOptions()})
-	if err != nil {
-		return nil, c.settingsError(err)
-	}
-	if c.Password != "" { // else PGPASSWORD or ~/.pgpass, as libpq
-		cc.Password = c.Password
-	}
-	rawDial(&cc.Config)
-	return cc, nil
-}
-
-// ReplicationConfig is the replication connection's configuration.
-func (c *Config) ReplicationConfig() (*pgconn.Config, error) {
-	cc, err := pgconn.ParseConfigWithOptions(c.dsn(true), c.parseOptions())
-	if err != nil {
-		return nil, c.settingsError(err)
-	}
-	if c.Password != "" {
-		cc.Password = c.Password
-	}
-	rawDial(cc)
-	return cc, nil
-}
-
-// rawDial makes the connections of cc read and write the socket through
-// raw system calls (internal/rawconn): at a steady rate the replication
-// connection's reads woke the runtime's monitor thread about once an event.
-func rawDial(cc *pgconn.Config) {
-	dial := cc.DialFunc
-	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return rawconn.Wrap(c), nil
-	}
-}
-
-// Connect opens an ordinary connection as the relay's role.
-func (c *Config) Connect(ctx context.Context) (*pgx.Conn, error) {
-	cc, err := c.ConnConfig()
-	if err != nil {
-		return nil, err
-	}
-	conn, err := pgx.ConnectConfig(ctx, cc)
-	if err != nil {
-		return nil, connectError("connecting", c, err)
-	}
-	return conn, nil
-}
-
-// parseOptions hands pgconn the key's password when it decrypts
-// database.sslkey, again without writing it into the string.
-func (c *Config) parseOptions() pgconn.ParseConfigOptions {
-	return pgconn.ParseConfigOptions{GetSSLPassword: func(context.Context) string { return c.SSLPassword }}
-}
-
-func (c *Config) settingsError(err error) error {
-	return fmt.Errorf("%w for %s as %s: %w; check database.sslrootcert, database.sslcert, database.sslkey, database.sslpassword and database.sslmode",
-		ErrConnSettings, c.Where(), c.User, err)
-}
-
-// ForHost is the configuration of one host of database.hostname alone,
-// whatever its role (check reads a standby's settings with it).
-func (c *Config) ForHost(i int) *Config {
-	h := *c
-	hosts := splitHosts(c.Host)
-	h.Host, h.Port, h.Ports = hosts[i], c.Ports[i], []int{c.Ports[i]}
-	return &h
-}
-
-// Hosts counts the hosts of database.hostname.
-func (c *Config) Hosts() int { return len(splitHosts(c.Host)) }
-
-// Where names the server(s) for messages: host:port[,host:port]/dbname.
-func (c *Config) Where() string {
-	hosts := splitHosts(c.Host)
-	for i, h := range hosts {
-		p := c.Port
-		if i < len(c.Ports) {
-			p = c.Ports[i]
-		}
-		hosts[i] = h + ":" + strconv.Itoa(p)
-	}
-	return strings.Join(hosts, ",") + "/" + c.DBName
-}
-
-func splitHosts(s string) []string {
-	var hosts []string
-	for _, h := range strings.Split(s, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			hosts = append(hosts, h)
-		}
-	}
-	return hosts
-}
-
-// portsKey reads database.port: empty (5432 for every host), one port for
-// every host, or one per host.
-func portsKey(v string, hosts int) ([]int, error) {
-	hosts = max(hosts, 1)
-	var ports []int
-	for _, f := range strings.Split(v, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" && v == "" {
-			f = "5432"
-		}
-		p, err := strconv.Atoi(f)
-		if err != nil || p <= 0 || p > 65535 {
-			return nil, fmt.Errorf("database.port %q: write a port number, or one per host of database.hostname separated by commas, e.g. \"5432,5433\"", v)
-		}
-		ports = append(ports, p)
-	}
-	if len(ports) == 1 {
-		for len(ports) < hosts {
-			ports = append(ports, ports[0])
-		}
-	}
-	if len(ports) != hosts {
-		return nil, fmt.Errorf("database.port %q has %d ports for %d hosts in database.hostname: give one port for all, or one per host", v, len(ports), hosts)
-	}
-	return ports, nil
-}
-
-// Includes reports whether schema.table is one of the outbox tables.
-func (c *Config) Includes(schema, table string) bool {
-	name := schema + "." + table
-	for _, re := range c.Tables {
-		if re.MatchString(name) {
-			return true
-		}
-	}
-	return false
 }
 
 func validSlotName(s string) bool {

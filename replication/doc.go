@@ -1,9 +1,12 @@
-// Package replication is the PostgreSQL side of outboxrelay, and only
-// that: connections, preflight checks (version, wal_level, role,
-// publication, slot), the session's decision about the slot (Decide),
-// slot creation, the initial snapshot and its marker slot, the logical
-// replication stream and its pgoutput decoding, standby status updates,
-// the failover lock and the outbox clean-up janitor.
+// Package replication is the logical replication capture source, and only
+// that: preflight checks of the replication settings (version, wal_level,
+// role, publication, slot), the session's decision about the slot
+// (Decide), slot creation, the initial snapshot and its marker slot, the
+// logical replication stream and its pgoutput decoding, standby status
+// updates, the failover lock, and the janitor's rule that a row goes only
+// once the slot confirmed past it (JanitorRule). Connections, quoting, the
+// outbox tables' lookup and the janitor's rounds are package postgres's,
+// which poll mode uses too.
 //
 // Source implements capture.Source: the relay package pulls decoded
 // transactions from it and tells it, through capture.Progress, how far it

@@ -11,10 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/replication"
 )
 
-// TestJanitorDeletesOnlyConfirmed pins the janitor's rule: rows older than
+// TestJanitorDeletesOnlyConfirmed pins logical replication's janitor rule
+// (JanitorRule): rows older than
 // the retention go only once the slot confirmed past them; younger rows and
 // rows the slot has not confirmed stay.
 func TestJanitorDeletesOnlyConfirmed(t *testing.T) {
@@ -101,7 +103,7 @@ func TestJanitorPartitioned(t *testing.T) {
 
 // testJanitor is a janitor as the relay's debezium role, with a one-minute
 // retention on created_at, over public.<table> and the slot.
-func testJanitor(t *testing.T, table, slot string, confirmWait time.Duration) *replication.Janitor {
+func testJanitor(t *testing.T, table, slot string, confirmWait time.Duration) *postgres.Janitor {
 	t.Helper()
 	host, port := testbed.PostgresHostPort(t)
 	pcfg, err := replication.ParseConfig(map[string]string{
@@ -111,9 +113,10 @@ func testJanitor(t *testing.T, table, slot string, confirmWait time.Duration) *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &replication.Janitor{
-		Cfg: replication.JanitorConfig{Retention: time.Minute, Column: "created_at", Batch: 1000, Pause: time.Millisecond, ConfirmWait: confirmWait},
-		PG:  &pcfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Active: func() bool { return true },
+	jc := postgres.JanitorConfig{Retention: time.Minute, Column: "created_at", Batch: 1000, Pause: time.Millisecond, ConfirmWait: confirmWait}
+	return &postgres.Janitor{
+		Cfg: jc, PG: &pcfg.Config, Rule: replication.JanitorRule(&pcfg, jc),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Active: func() bool { return true },
 	}
 }
 

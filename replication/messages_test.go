@@ -4,13 +4,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // TestMessagesNeedPostgreSQL14: a configuration that routes logical
 // decoding messages stops at start on PostgreSQL 13, naming the version,
 // since pgoutput sends messages from 14 on; a lone EventRouter does not care.
 func TestMessagesNeedPostgreSQL14(t *testing.T) {
-	cfg := &Config{User: "debezium", Messages: true}
+	cfg := &Config{Config: postgres.Config{User: "debezium"}, Messages: true}
 	find := func(s Settings) *Finding {
 		for _, f := range s.Findings(cfg) {
 			if f.Name == "logical decoding messages" {
@@ -76,10 +78,10 @@ func TestCheckIncluded(t *testing.T) {
 	}{
 		{"tables", Config{}, []string{"public.outbox"}, "", ""},
 		{"mixed", Config{Messages: true}, []string{"public.outbox"}, "", ""},
-		{"no table", Config{TablesText: "public.outbx"}, nil, "no table", "outbox.messages.only"},
-		{"messages, no table", Config{Messages: true, TablesText: "public.outbx"}, nil, "set outbox.messages.only=true", ""},
+		{"no table", Config{Config: postgres.Config{TablesText: "public.outbx"}}, nil, "no table", "outbox.messages.only"},
+		{"messages, no table", Config{Messages: true, Config: postgres.Config{TablesText: "public.outbx"}}, nil, "set outbox.messages.only=true", ""},
 		{"messages only", Config{Messages: true, MessagesOnly: true}, nil, "", ""},
-		{"messages only, a table", Config{Messages: true, MessagesOnly: true, TablesText: "public.outbox"}, []string{"public.outbox"}, "matches public.outbox", ""},
+		{"messages only, a table", Config{Messages: true, MessagesOnly: true, Config: postgres.Config{TablesText: "public.outbox"}}, []string{"public.outbox"}, "matches public.outbox", ""},
 	} {
 		err := checkIncluded(&tc.cfg, tc.tables)
 		switch {

@@ -26,15 +26,9 @@ type Observer interface {
 	// status.update.interval.ms while streaming), the commit time of the
 	// oldest transaction not yet confirmed; zero when there is none.
 	Pending(oldest time.Time)
-	// State: the source entered a state: standby, connected, snapshot or
-	// streaming (the relay reports retrying and stopped).
-	State(state string)
+	// State: the source entered a state: capture.StateStandby (another
+	// instance holds the failover lock), StateConnected (connected and
+	// preflight passed), StateSnapshot or StateStreaming
+	// (START_REPLICATION sent). The relay reports retrying and stopped.
+	State(state capture.State)
 }
-
-// States reported through Observer.State.
-const (
-	StateStandby   = "standby"   // another instance holds the failover lock
-	StateConnected = "connected" // connected and preflight passed
-	StateSnapshot  = "snapshot"  // reading the initial snapshot
-	StateStreaming = "streaming" // START_REPLICATION sent
-)

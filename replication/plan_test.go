@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // TestDecide is the session's decision table: every combination of slot
@@ -53,7 +54,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := &Config{Slot: "s", DBName: "db", SnapshotMode: c.mode, DropSlotOnStop: strings.Contains(c.name, "slot.drop.on.stop")}
+			cfg := &Config{Config: postgres.Config{DBName: "db"}, Slot: "s", SnapshotMode: c.mode, DropSlotOnStop: strings.Contains(c.name, "slot.drop.on.stop")}
 			got := Decide(c.slot, c.pending, cfg, capture.Known{Confirmed: capture.LSN(c.confirmed), Recorded: capture.LSN(c.recorded)})
 			if !errors.Is(got.Err, c.wantErr) || (c.wantErr == nil) != (got.Err == nil) {
 				t.Fatalf("Decide: err %v, want %v", got.Err, c.wantErr)

@@ -5,25 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // Sentinel errors of the preflight. Each surfaces wrapped in an error that
 // says what to run or set; callers test with errors.Is to pick an exit code.
 var (
-	ErrWALLevel       = errors.New("wal_level is not logical")
-	ErrNoReplication  = errors.New("role may not replicate")
-	ErrPublication    = errors.New("publication missing or incomplete")
-	ErrSlotInUse      = errors.New("replication slot is held by another connection")
-	ErrSlotIncompat   = errors.New("replication slot cannot be used")
-	ErrSlotGone       = errors.New("replication slot is gone")
-	ErrServerVersion  = errors.New("PostgreSQL version not supported")
-	ErrNoOutboxTables = errors.New("no outbox table matches table.include.list")
+	ErrWALLevel      = errors.New("wal_level is not logical")
+	ErrNoReplication = errors.New("role may not replicate")
+	ErrPublication   = errors.New("publication missing or incomplete")
+	ErrSlotInUse     = errors.New("replication slot is held by another connection")
+	ErrSlotIncompat  = errors.New("replication slot cannot be used")
+	ErrSlotGone      = errors.New("replication slot is gone")
+	ErrServerVersion = errors.New("PostgreSQL version not supported")
 )
 
 // Server is what the preflight learned about the database.
@@ -128,8 +127,8 @@ func (s Settings) Findings(cfg *Config) []Finding {
 		role.Detail += " is a superuser (a role with LOGIN REPLICATION and SELECT on the outbox is enough)"
 	case !s.Replication:
 		role = Finding{Name: "REPLICATION attribute", Detail: "role " + cfg.User + " may not open replication connections",
-			Fix: "ALTER ROLE " + QuoteIdent(cfg.User) + " REPLICATION;",
-			Err: fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, QuoteIdent(cfg.User))}
+			Fix: "ALTER ROLE " + postgres.QuoteIdent(cfg.User) + " REPLICATION;",
+			Err: fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, postgres.QuoteIdent(cfg.User))}
 	}
 	out := []Finding{version, wal, role}
 	if cfg.SlotFailover {
@@ -260,12 +259,12 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 		}
 		if len(partitioned) > 0 {
 			return nil, fmt.Errorf("preflight: %w: %s is partitioned and publication %q publishes its rows under the names of its partitions; outboxrelay needs them under the table's own name: run ALTER PUBLICATION %s SET (publish_via_partition_root = true);",
-				ErrPublication, strings.Join(partitioned, ", "), cfg.Publication, QuoteIdent(cfg.Publication))
+				ErrPublication, strings.Join(partitioned, ", "), cfg.Publication, postgres.QuoteIdent(cfg.Publication))
 		}
 	}
 	if len(missing) > 0 {
 		if cfg.AutoCreate == PublicationFiltered {
-			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", QuoteIdent(cfg.Publication), strings.Join(QuoteTables(candidates), ", "))
+			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(candidates), ", "))
 			if _, err := conn.Exec(ctx, stmt); err != nil {
 				return nil, fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered): %v", ErrPublication, stmt, err)
 			}
@@ -273,13 +272,13 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 			return candidates, nil
 		}
 		return nil, fmt.Errorf("preflight: %w: publication %q does not cover %s; run as an owner of the tables: ALTER PUBLICATION %s ADD TABLE %s;",
-			ErrPublication, cfg.Publication, strings.Join(missing, ", "), QuoteIdent(cfg.Publication), strings.Join(QuoteTables(missing), ", "))
+			ErrPublication, cfg.Publication, strings.Join(missing, ", "), postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(missing), ", "))
 	}
 	return covered, nil
 }
 
 func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables []string, log *slog.Logger) error {
-	forTables := "FOR TABLE " + strings.Join(QuoteTables(tables), ", ")
+	forTables := "FOR TABLE " + strings.Join(postgres.QuoteTables(tables), ", ")
 	if len(tables) == 0 {
 		forTables = "" // messages only: pgoutput needs a publication, not a table in it
 	}
@@ -290,13 +289,13 @@ func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables 
 	switch cfg.AutoCreate {
 	case PublicationDisabled:
 		return fmt.Errorf("preflight: %w: publication %q does not exist and publication.autocreate.mode is disabled; run: CREATE PUBLICATION %s %s;",
-			ErrPublication, cfg.Publication, QuoteIdent(cfg.Publication), forTables)
+			ErrPublication, cfg.Publication, postgres.QuoteIdent(cfg.Publication), forTables)
 	case PublicationFiltered:
-		stmt = fmt.Sprintf("CREATE PUBLICATION %s %s", QuoteIdent(cfg.Publication), forTables) + with
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s %s", postgres.QuoteIdent(cfg.Publication), forTables) + with
 	case PublicationAllTables:
-		stmt = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES", QuoteIdent(cfg.Publication)) + with
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES", postgres.QuoteIdent(cfg.Publication)) + with
 	case PublicationNoTables:
-		stmt = fmt.Sprintf("CREATE PUBLICATION %s", QuoteIdent(cfg.Publication)) + with
+		stmt = fmt.Sprintf("CREATE PUBLICATION %s", postgres.QuoteIdent(cfg.Publication)) + with
 	}
 	if _, err := conn.Exec(ctx, stmt); err != nil {
 		return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed: %v; create it as an administrator, or set publication.autocreate.mode=disabled",
@@ -306,32 +305,20 @@ func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables 
 	return nil
 }
 
-// IncludedTables lists the ordinary and partitioned tables whose
-// schema.table matches table.include.list. Partitions are left out: a
-// partitioned outbox is streamed under its own name (the publication
-// publishes via the root), so its partitions are not tables of their own.
+// IncludedTables lists, sorted, the outbox tables of table.include.list
+// (postgres.IncludedTables) and refuses a list that matches no table,
+// unless outbox.messages.only says the events are only logical decoding
+// messages, and then refuses one that matches a table: what the relay
+// routes is never a guess.
 func IncludedTables(ctx context.Context, conn *pgx.Conn, cfg *Config) ([]string, error) {
-	all, err := queryStrings(ctx, conn, `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
-		AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'`)
+	tables, err := postgres.IncludedTables(ctx, conn, &cfg.Config)
 	if err != nil {
-		return nil, fmt.Errorf("preflight: listing tables: %w", err)
+		return nil, fmt.Errorf("preflight: %w", err)
 	}
-	var out []string
-	for _, t := range all {
-		schema, table, _ := strings.Cut(t, ".")
-		if cfg.Includes(schema, table) {
-			out = append(out, t)
-		}
-	}
-	sort.Strings(out)
-	return out, checkIncluded(cfg, out)
+	return tables, checkIncluded(cfg, tables)
 }
 
-// checkIncluded refuses a table.include.list that matches no table, unless
-// outbox.messages.only says the events are only messages, and then
-// refuses one that matches a table: what the relay routes is never a
-// guess.
+// checkIncluded is IncludedTables' rule on the tables found.
 func checkIncluded(cfg *Config, tables []string) error {
 	switch {
 	case cfg.MessagesOnly && len(tables) > 0:
@@ -341,10 +328,9 @@ func checkIncluded(cfg *Config, tables []string) error {
 		return nil
 	case cfg.Messages:
 		return fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table or fix the list, or, if the events are only logical decoding messages, set %s=true",
-			ErrNoOutboxTables, cfg.DBName, cfg.TablesText, KeyMessagesOnly)
+			postgres.ErrNoOutboxTables, cfg.DBName, cfg.TablesText, KeyMessagesOnly)
 	}
-	return fmt.Errorf("preflight: %w: no table of database %q matches table.include.list %q; create the outbox table (outboxrelay sql) or fix the list (regexes on schema.table, e.g. public.outbox)",
-		ErrNoOutboxTables, cfg.DBName, cfg.TablesText)
+	return fmt.Errorf("preflight: %w", postgres.RequireTables(&cfg.Config, tables))
 }
 
 func queryStrings(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]string, error) {
@@ -353,30 +339,4 @@ func queryStrings(ctx context.Context, conn *pgx.Conn, sql string, args ...any) 
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
-}
-
-// QuoteTables quotes "schema.table" names for SQL, as QuoteIdent does.
-func QuoteTables(ts []string) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		schema, table, _ := strings.Cut(t, ".")
-		out[i] = QuoteIdent(schema) + "." + QuoteIdent(table)
-	}
-	return out
-}
-
-// QuoteIdent quotes an identifier only when PostgreSQL needs it, so the
-// statements in error messages read like what a person would type.
-func QuoteIdent(s string) string {
-	plain := s != ""
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || (i > 0 && r >= '0' && r <= '9')) {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return pgx.Identifier{s}.Sanitize()
 }

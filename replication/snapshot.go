@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // The initial snapshot yields the rows of the outbox tables as one
@@ -181,7 +182,7 @@ func (r *snapshotReader) open(ctx context.Context, row *capture.Row) error {
 	r.rows = 0
 	r.lastLog = time.Now()
 	schema, name, _ := strings.Cut(r.table, ".")
-	qt := QuoteIdent(schema) + "." + QuoteIdent(name)
+	qt := postgres.QuoteIdent(schema) + "." + postgres.QuoteIdent(name)
 	_ = r.tx.QueryRow(ctx, `SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass`, qt).Scan(&r.est)
 	r.log.Info("snapshot: reading table", "table", r.table, "estimated_rows", r.est)
 	nullable := map[string]bool{}

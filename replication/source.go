@@ -122,7 +122,7 @@ func (s *Source) dropLock() {
 	}
 }
 
-func (s *Source) state(st string) {
+func (s *Source) state(st capture.State) {
 	if s.opt.Observer != nil {
 		s.opt.Observer.State(st)
 	}
@@ -182,7 +182,7 @@ func (s *Source) open(ctx context.Context, known capture.Known) (_ *stream, err 
 		return nil, fmt.Errorf("IDENTIFY_SYSTEM: %w", err)
 	}
 	st.server = fmt.Sprintf("%s/%d", sys.SystemID, sys.Timeline)
-	s.state(StateConnected)
+	s.state(capture.StateConnected)
 	log.Info("connected", "server_version_num", st.srv.VersionNum, "slot", cfg.Slot, "slot_exists", st.srv.Slot.Exists, "slot_confirmed_flush", st.srv.Slot.ConfirmedFlush.String())
 	pending, err := snapshotPending(ctx, conn, cfg.Slot)
 	if err != nil {
@@ -307,7 +307,7 @@ const lockSQL = `SELECT pg_try_advisory_lock(hashtext('outboxrelay:' || $1))`
 // polling every StandbyPoll while another instance holds it. The lock is a
 // session lock: it lasts exactly as long as the connection, so a relay that
 // dies, or loses its connection, releases it without anyone's help.
-func acquireLock(ctx context.Context, cfg *Config, opt SourceOptions, state func(string)) (*pgx.Conn, error) {
+func acquireLock(ctx context.Context, cfg *Config, opt SourceOptions, state func(capture.State)) (*pgx.Conn, error) {
 	conn, err := cfg.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -327,7 +327,7 @@ func acquireLock(ctx context.Context, cfg *Config, opt SourceOptions, state func
 		}
 		if !standby {
 			standby = true
-			state(StateStandby)
+			state(capture.StateStandby)
 			opt.Log.Info("standby: another instance holds the failover lock; polling", "slot", cfg.Slot, "every", opt.StandbyPoll.String())
 		}
 		select {
@@ -353,7 +353,7 @@ func connect(ctx context.Context, cfg *Config) (*pgx.Conn, *pgconn.PgConn, error
 	repl, err := pgconn.ConnectConfig(ctx, rc)
 	if err != nil {
 		conn.Close(context.Background())
-		return nil, nil, connectError("opening the replication connection", cfg, err)
+		return nil, nil, cfg.ConnectError("opening the replication connection", err)
 	}
 	return conn, repl, nil
 }

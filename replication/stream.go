@@ -83,7 +83,7 @@ func (s *stream) Start(ctx context.Context, p capture.Progress) error {
 	s.lastStatus = time.Now()
 	s.lastConfirmed = s.from
 	if s.snap != nil {
-		s.src.state(StateSnapshot)
+		s.src.state(capture.StateSnapshot)
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (s *stream) startReplication(ctx context.Context) error {
 	}
 	s.streaming = true
 	s.lastStatus = time.Now()
-	s.src.state(StateStreaming)
+	s.src.state(capture.StateStreaming)
 	s.src.opt.Log.Info("streaming", "slot", s.cfg.Slot, "publication", s.cfg.Publication, "from", s.from.String(), "tables", s.srv.Tables)
 	return nil
 }

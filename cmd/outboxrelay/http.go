@@ -16,9 +16,9 @@ import (
 
 // serveHTTP listens on addr at once (so a taken port fails the start, not
 // some later moment) and serves /metrics, /healthz and /readyz until ctx
-// ends. Nothing else is served. It returns the bound address and a function
-// that waits for the server to stop.
-func serveHTTP(ctx context.Context, addr string, m *metrics, log *slog.Logger) (string, func(), error) {
+// ends. Nothing else is served. /readyz answers from st. It returns the
+// bound address and a function that waits for the server to stop.
+func serveHTTP(ctx context.Context, addr string, m *metrics, st *status, log *slog.Logger) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("--http-addr %q: %w", addr, err)
@@ -29,7 +29,7 @@ func serveHTTP(ctx context.Context, addr string, m *metrics, log *slog.Logger) (
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, why := m.ready(time.Now())
+		ok, why := st.ready(time.Now())
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -55,7 +55,7 @@ func serveHTTP(ctx context.Context, addr string, m *metrics, log *slog.Logger) (
 
 // pingKafka asks Kafka every interval whether it answers, so readiness
 // reflects Kafka also while the outbox is idle and nothing is produced.
-func pingKafka(ctx context.Context, ping func(context.Context) error, m *metrics, interval time.Duration) {
+func pingKafka(ctx context.Context, ping func(context.Context) error, st *status, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -65,7 +65,7 @@ func pingKafka(ctx context.Context, ping func(context.Context) error, m *metrics
 		if ctx.Err() != nil {
 			return
 		}
-		m.kafkaAnswered(err)
+		st.kafkaAnswered(err == nil)
 		select {
 		case <-ctx.Done():
 			return
@@ -76,7 +76,7 @@ func pingKafka(ctx context.Context, ping func(context.Context) error, m *metrics
 
 // logProgress writes one info line every interval: the publish rate, the
 // lag and the confirmed LSN. State changes are logged where they happen.
-func logProgress(ctx context.Context, m *metrics, log *slog.Logger, interval time.Duration) {
+func logProgress(ctx context.Context, m *metrics, st *status, log *slog.Logger, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	last, lastAt := m.events.Load(), time.Now()
@@ -90,7 +90,7 @@ func logProgress(ctx context.Context, m *metrics, log *slog.Logger, interval tim
 			last, lastAt = events, now
 			records, bytes := m.inFlightNow()
 			log.Info("progress",
-				"state", m.currentState(),
+				"state", st.State(),
 				"events_per_second", roundTo(rate, 1),
 				"events_total", events,
 				"lag_bytes", m.lagBytes(),

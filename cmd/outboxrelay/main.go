@@ -29,6 +29,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/internal/setup"
 	"github.com/outboxrelay/outboxrelay/poll"
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -141,7 +142,8 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageError{scrub(err)}
 	}
 	defer producer.Close()
-	m := newMetrics(producer.InFlight)
+	st := newStatus()
+	m := newMetrics(st, producer.InFlight)
 	producer.SetObserver(m)
 	memoryLimit(set.Kafka.BufferMemory, log)
 	opt, err := wire(set, producer, m, log)
@@ -159,15 +161,15 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	if *httpAddr != "" {
-		_, wait, err := serveHTTP(bg, *httpAddr, m, log)
+		_, wait, err := serveHTTP(bg, *httpAddr, m, st, log)
 		if err != nil {
 			return usageError{err}
 		}
 		waits = append(waits, wait)
 	}
-	waits = append(waits, goWait(func() { pingKafka(bg, producer.Ping, m, 5*time.Second) }))
-	waits = append(waits, goWait(func() { logProgress(bg, m, log, 30*time.Second) }))
-	if j := janitor(set, m, log); j != nil {
+	waits = append(waits, goWait(func() { pingKafka(bg, producer.Ping, st, 5*time.Second) }))
+	waits = append(waits, goWait(func() { logProgress(bg, m, st, log, 30*time.Second) }))
+	if j := janitor(set, st, m, log); j != nil {
 		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 
@@ -183,16 +185,17 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 
 // janitor is the clean-up janitor of the capture mode, nil when
 // outbox.retention.ms is off.
-func janitor(set *setup.Setup, m *metrics, log *slog.Logger) interface{ Run(context.Context) } {
+func janitor(set *setup.Setup, st *status, m *metrics, log *slog.Logger) *postgres.Janitor {
 	if set.Janitor.Retention <= 0 {
 		return nil
 	}
-	active := func() bool { return m.currentState() == replication.StateStreaming }
-	deleted := func(n int64) { m.janitorDeleted.Add(float64(n)) }
+	rule := replication.JanitorRule(&set.Postgres, set.Janitor)
 	if set.Poll.Poll() {
-		return &poll.Janitor{Cfg: set.Janitor, Poll: set.Poll, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
+		rule = poll.JanitorRule(set.Poll)
 	}
-	return &replication.Janitor{Cfg: set.Janitor, PG: &set.Postgres, Log: log.With("component", "janitor"), Active: active, Deleted: deleted}
+	return &postgres.Janitor{Cfg: set.Janitor, PG: &set.Postgres.Config, Rule: rule, Log: log.With("component", "janitor"),
+		Active:  func() bool { return st.State() == capture.StateStreaming },
+		Deleted: func(n int64) { m.janitorDeleted.Add(float64(n)) }}
 }
 
 // loadConfig reads the connector file, logs its warnings (scrubbed of
@@ -247,7 +250,7 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 	// is recorded in the offsets topic.
 	var positions relay.PositionStore
 	if set.Poll.Poll() {
-		src, err = poll.NewSource(&set.Postgres, set.Poll, poll.SourceOptions{Log: log, Observer: m, Stuck: func(n int64) { m.pollStuck.Set(float64(n)) }})
+		src, err = poll.NewSource(&set.Postgres.Config, set.Poll, poll.SourceOptions{Log: log, Observer: m, Stuck: func(n int64) { m.pollStuck.Set(float64(n)) }})
 	} else {
 		src, err = replication.NewSource(&set.Postgres, replication.SourceOptions{Log: log, Observer: m})
 		positions = set.Positions(producer)

@@ -8,20 +8,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
-
-	"github.com/outboxrelay/outboxrelay/capture"
 )
 
-// kafkaFresh is how long a Kafka answer keeps the relay ready: a little
-// more than five readiness pings (see pingKafka), so one lost ping does not
-// flap /readyz.
-const kafkaFresh = 30 * time.Second
-
 // metrics is the process's Prometheus registry and the one observer of
-// both the stream (replication.Observer) and the producer (sink.Observer).
-// It also holds what /readyz and the progress log read.
+// the source (replication.Observer, poll.Observer), the relay
+// (relay.Observer) and the producer (sink.Observer). It writes the states
+// and Kafka's answers into status, which /readyz reads.
 //
 // Hot path: Published runs once per acknowledged record; it does one
 // sync.Map lookup of the topic (no allocation once the topic is known),
@@ -48,9 +44,7 @@ type metrics struct {
 	confirmed atomic.Uint64 // capture.LSN
 	received  atomic.Uint64 // capture.LSN: the server's WAL end
 	oldest    atomic.Int64  // unix nanos: commit time of the oldest unconfirmed transaction; 0: none
-	kafkaOK   atomic.Int64  // unix nanos of the last Kafka success (ack or ping)
-	kafkaFail atomic.Int64  // unix nanos of the last Kafka failure
-	state     atomic.Value  // string: the last Observer.State
+	status    *status       // written by State, Produced and ProduceFailed
 
 	// inFlight reports the records and bytes handed to Kafka and not yet
 	// acknowledged (the producer's count); nil before wiring.
@@ -64,17 +58,17 @@ type topicCounters struct {
 
 var (
 	_           replication.Observer = (*metrics)(nil)
+	_           poll.Observer        = (*metrics)(nil)
+	_           relay.Observer       = (*metrics)(nil)
 	skipReasons                      = []string{"update", "delete", "truncate", "other_table", "logical_message", "routed_to_nothing"}
-	states                           = []string{replication.StateStandby, replication.StateConnected, replication.StateSnapshot,
-		replication.StateStreaming, relay.StateRetrying, relay.StateStopped}
 )
 
 // newMetrics builds a fresh registry (never the global one: two relays in
 // one process, as in the tests, must not share series) with the Go runtime
-// and process collectors and every outboxrelay series.
-func newMetrics(inFlight func() (int, int64)) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), inFlight: inFlight}
-	m.state.Store("")
+// and process collectors and every outboxrelay series. It writes states and
+// Kafka's answers into st.
+func newMetrics(st *status, inFlight func() (int, int64)) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry(), inFlight: inFlight, status: st}
 	f := promFactory{m.reg}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -99,8 +93,8 @@ func newMetrics(inFlight func() (int, int64)) *metrics {
 	m.janitorDeleted = f.counter("outboxrelay_janitor_deleted_rows_total", "Outbox rows deleted by the clean-up janitor (outbox.retention.ms).")
 	m.pollStuck = f.gauge("outboxrelay_poll_stuck_rows", "Poll mode: outbox rows undispatched for longer than outbox.poll.stuck.after.ms.")
 	m.stateGauge = f.gaugeVec("outboxrelay_state", "1 for the relay's current state, 0 for the others.", "state")
-	for _, s := range states {
-		m.stateGauge.WithLabelValues(s)
+	for _, s := range capture.States() {
+		m.stateGauge.WithLabelValues(string(s))
 	}
 
 	f.gaugeFunc("outboxrelay_confirmed_lsn", "LSN confirmed to PostgreSQL (everything up to it is in Kafka), as a number.", func() float64 { return float64(m.confirmed.Load()) })
@@ -110,7 +104,7 @@ func newMetrics(inFlight func() (int, int64)) *metrics {
 	f.gaugeFunc("outboxrelay_records_in_flight", "Records handed to Kafka and not yet acknowledged.", func() float64 { n, _ := m.inFlightNow(); return float64(n) })
 	f.gaugeFunc("outboxrelay_bytes_in_flight", "Bytes of the records handed to Kafka and not yet acknowledged.", func() float64 { _, b := m.inFlightNow(); return float64(b) })
 	f.gaugeFunc("outboxrelay_ready", "1 when /readyz answers 200.", func() float64 {
-		if ok, _ := m.ready(time.Now()); ok {
+		if ok, _ := m.status.ready(time.Now()); ok {
 			return 1
 		}
 		return 0
@@ -212,21 +206,22 @@ func storeMax(a *atomic.Uint64, v uint64) {
 	}
 }
 
-// State implements replication.Observer. It does not log: the replication
-// package logs each state change once, with its details.
-func (m *metrics) State(s string) {
-	prev := m.state.Swap(s).(string)
+// State implements the observers' State: it records s in the status and
+// the outboxrelay_state gauge. It does not log: the source and the relay
+// log each state change once, with its details.
+func (m *metrics) State(s capture.State) {
+	prev := m.status.setState(s)
 	if prev == s {
 		return
 	}
-	if s == relay.StateRetrying {
+	if s == capture.StateRetrying {
 		m.reconnects.Inc()
 	}
 	if prev != "" {
-		m.stateGauge.WithLabelValues(prev).Set(0)
+		m.stateGauge.WithLabelValues(string(prev)).Set(0)
 	}
-	m.stateGauge.WithLabelValues(s).Set(1)
-	m.snapshotActive.Set(boolFloat(s == replication.StateSnapshot))
+	m.stateGauge.WithLabelValues(string(s)).Set(1)
+	m.snapshotActive.Set(boolFloat(s == capture.StateSnapshot))
 }
 
 // SnapshotProgress implements replication.Observer.
@@ -239,25 +234,16 @@ func (m *metrics) SnapshotProgress(rows int64, done bool) {
 
 // Produced implements sink.Observer: any acknowledged batch proves Kafka
 // answers.
-func (m *metrics) Produced(records, bytes int) { m.kafkaOK.Store(time.Now().UnixNano()) }
+func (m *metrics) Produced(records, bytes int) { m.status.kafkaAnswered(true) }
 
 // ProduceFailed implements sink.Observer.
 func (m *metrics) ProduceFailed(kind string, retrying bool) {
-	m.kafkaFail.Store(time.Now().UnixNano())
+	m.status.kafkaAnswered(false)
 	r := "false"
 	if retrying {
 		r = "true"
 	}
 	m.produceErrors.WithLabelValues(kind, r).Inc()
-}
-
-// kafkaAnswered records the outcome of a readiness ping.
-func (m *metrics) kafkaAnswered(err error) {
-	if err != nil {
-		m.kafkaFail.Store(time.Now().UnixNano())
-		return
-	}
-	m.kafkaOK.Store(time.Now().UnixNano())
 }
 
 func (m *metrics) lagBytes() uint64 {
@@ -285,29 +271,6 @@ func (m *metrics) inFlightNow() (int, int64) {
 		return 0, 0
 	}
 	return m.inFlight()
-}
-
-func (m *metrics) currentState() string { return m.state.Load().(string) }
-
-// ready is /readyz: streaming, and Kafka's latest answer (a produce or a
-// ping) is a success less than kafkaFresh old. The string says why not.
-func (m *metrics) ready(now time.Time) (bool, string) {
-	if s := m.currentState(); s != replication.StateStreaming {
-		if s == "" {
-			s = "starting"
-		}
-		return false, "not streaming: " + s
-	}
-	ok, fail := m.kafkaOK.Load(), m.kafkaFail.Load()
-	switch {
-	case ok == 0:
-		return false, "Kafka has not answered yet"
-	case fail > ok:
-		return false, "Kafka's last answer was an error at " + time.Unix(0, fail).UTC().Format(time.RFC3339)
-	case now.Sub(time.Unix(0, ok)) > kafkaFresh:
-		return false, "Kafka has not answered since " + time.Unix(0, ok).UTC().Format(time.RFC3339)
-	}
-	return true, "streaming"
 }
 
 func boolFloat(b bool) float64 {

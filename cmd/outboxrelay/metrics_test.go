@@ -1,27 +1,25 @@
 package main
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/outboxrelay/outboxrelay/relay"
-	"github.com/outboxrelay/outboxrelay/replication"
-
 	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // TestMetricsWiring: what the observers report shows up as the documented
-// series, and readiness follows the state and Kafka's last answer.
+// series, and readiness (the status the observer writes) follows the state
+// and Kafka's last answer.
 func TestMetricsWiring(t *testing.T) {
 	inFlight := 0
-	m := newMetrics(func() (int, int64) { return inFlight, int64(inFlight * 100) })
+	st := newStatus()
+	m := newMetrics(st, func() (int, int64) { return inFlight, int64(inFlight * 100) })
 	commit := time.Now().Add(-2 * time.Second)
-	m.State(replication.StateConnected)
-	m.State(replication.StateStreaming)
+	m.State(capture.StateConnected)
+	m.State(capture.StateStreaming)
 	m.Published("orders", 100, commit)
 	m.Published("orders", 50, commit)
 	m.Published("payments", 10, time.Time{}) // a snapshot row: no latency
@@ -30,8 +28,8 @@ func TestMetricsWiring(t *testing.T) {
 	m.Received(0x1000, 0x1800)
 	m.Confirmed(0x1200)
 	m.ProduceFailed("network", true)
-	m.State(relay.StateRetrying)
-	m.State(replication.StateStreaming)
+	m.State(capture.StateRetrying)
+	m.State(capture.StateStreaming)
 	m.SnapshotProgress(42, true)
 
 	for _, c := range []struct {
@@ -72,23 +70,23 @@ func TestMetricsWiring(t *testing.T) {
 	}
 
 	// Readiness: streaming and Kafka's latest answer a recent success.
-	if ok, why := m.ready(time.Now()); ok {
+	if ok, why := st.ready(time.Now()); ok {
 		t.Errorf("ready after a produce error and no success: %s", why)
 	}
-	m.kafkaAnswered(nil)
-	if ok, why := m.ready(time.Now()); !ok {
+	st.kafkaAnswered(true)
+	if ok, why := st.ready(time.Now()); !ok {
 		t.Errorf("not ready while streaming with Kafka answering: %s", why)
 	}
-	if ok, _ := m.ready(time.Now().Add(time.Minute)); ok {
+	if ok, _ := st.ready(time.Now().Add(time.Minute)); ok {
 		t.Error("ready a minute after Kafka's last answer")
 	}
-	m.kafkaAnswered(errors.New("refused"))
-	if ok, _ := m.ready(time.Now()); ok {
+	st.kafkaAnswered(false)
+	if ok, _ := st.ready(time.Now()); ok {
 		t.Error("ready although Kafka's last answer was an error")
 	}
-	m.kafkaAnswered(nil)
-	m.State(replication.StateStandby)
-	if ok, why := m.ready(time.Now()); ok || !strings.Contains(why, "standby") {
+	st.kafkaAnswered(true)
+	m.State(capture.StateStandby)
+	if ok, why := st.ready(time.Now()); ok || !strings.Contains(why, "standby") {
 		t.Errorf("standby: ready=%v (%s); want not ready, saying standby", ok, why)
 	}
 
@@ -121,7 +119,7 @@ func TestMetricsWiring(t *testing.T) {
 // TestPublishedDoesNotAllocate: the per-event observer call stays off the
 // allocator once a topic is known.
 func TestPublishedDoesNotAllocate(t *testing.T) {
-	m := newMetrics(nil)
+	m := newMetrics(newStatus(), nil)
 	commit := time.Now()
 	m.Published("orders", 1, commit)
 	if n := testing.AllocsPerRun(1000, func() { m.Published("orders", 100, commit) }); n != 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
@@ -63,7 +64,7 @@ type checker struct {
 	pg      *replication.Config
 	router  router.Config
 	kafka   sink.Config
-	jan     replication.JanitorConfig
+	jan     postgres.JanitorConfig
 	rt      *router.Router
 	prod    *sink.Producer
 	log     *slog.Logger
@@ -231,9 +232,9 @@ func (c *checker) findTables(ctx context.Context) bool {
 }
 
 func (c *checker) privileges(ctx context.Context) {
-	user := replication.QuoteIdent(c.pg.User)
+	user := postgres.QuoteIdent(c.pg.User)
 	for _, t := range c.tables {
-		qt := replication.QuoteTables([]string{t})[0]
+		qt := postgres.QuoteTables([]string{t})[0]
 		var sel, del bool
 		if err := c.conn.QueryRow(ctx, `SELECT has_table_privilege($1::regclass, 'SELECT'), has_table_privilege($1::regclass, 'DELETE')`, qt).Scan(&sel, &del); err != nil {
 			c.fail("privileges on "+t, err.Error(), "")
@@ -251,7 +252,7 @@ func (c *checker) privileges(ctx context.Context) {
 			c.pass("DELETE on "+t, "granted (outbox.retention.ms is set)")
 		} else {
 			c.fail("DELETE on "+t, "not granted to "+c.pg.User+", and outbox.retention.ms asks the janitor to delete old rows",
-				fmt.Sprintf("GRANT DELETE ON %s TO %s; -- or unset %s", qt, user, replication.KeyRetention))
+				fmt.Sprintf("GRANT DELETE ON %s TO %s; -- or unset %s", qt, user, postgres.KeyRetention))
 		}
 	}
 }
@@ -259,8 +260,8 @@ func (c *checker) privileges(ctx context.Context) {
 func (c *checker) publication(ctx context.Context) {
 	cfg := c.pg
 	name := "publication " + cfg.Publication
-	qp := replication.QuoteIdent(cfg.Publication)
-	forTables := "FOR TABLE " + strings.Join(replication.QuoteTables(c.tables), ", ")
+	qp := postgres.QuoteIdent(cfg.Publication)
+	forTables := "FOR TABLE " + strings.Join(postgres.QuoteTables(c.tables), ", ")
 	var exists, insert, update, del bool
 	err := c.conn.QueryRow(ctx, `SELECT true, pubinsert, pubupdate, pubdelete FROM pg_publication WHERE pubname = $1`, cfg.Publication).Scan(&exists, &insert, &update, &del)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -300,7 +301,7 @@ func (c *checker) publication(ctx context.Context) {
 		c.pass(name, "does not cover "+strings.Join(missing, ", ")+" yet; the relay adds it (publication.autocreate.mode=filtered)")
 	case len(missing) > 0:
 		c.fail(name, "does not cover "+strings.Join(missing, ", "),
-			fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s;", qp, strings.Join(replication.QuoteTables(missing), ", ")))
+			fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s;", qp, strings.Join(postgres.QuoteTables(missing), ", ")))
 	case !insert:
 		c.fail(name, "does not publish inserts", fmt.Sprintf("ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate');", qp))
 	default:
@@ -340,38 +341,31 @@ func (c *checker) columnRules() []columnRule {
 		rules = append(rules, rule)
 	}
 	if c.jan.Retention > 0 {
-		rules = append(rules, columnRule{c.jan.Column, replication.KeyRetentionColumn, "retention", []string{"timestamptz", "timestamp", "date"}, "timestamptz"})
+		rules = append(rules, columnRule{c.jan.Column, postgres.KeyRetentionColumn, "retention", []string{"timestamptz", "timestamp", "date"}, "timestamptz"})
 	}
 	return rules
 }
 
 func (c *checker) columns(ctx context.Context, table string) {
-	qt := replication.QuoteTables([]string{table})[0]
-	rows, err := c.conn.Query(ctx, `SELECT a.attname, t.typname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`, qt)
+	qt := postgres.QuoteTables([]string{table})[0]
+	cols, err := postgres.Columns(ctx, c.conn, qt)
 	if err != nil {
-		c.fail("columns of "+table, err.Error(), "")
-		return
-	}
-	typname, formatted := map[string]string{}, map[string]string{}
-	var col, tn, ft string
-	if _, err := pgx.ForEachRow(rows, []any{&col, &tn, &ft}, func() error { typname[col], formatted[col] = tn, ft; return nil }); err != nil {
 		c.fail("columns of "+table, err.Error(), "")
 		return
 	}
 	var found, bad, fixes []string
 	for _, r := range c.columnRules() {
-		tn, ok := typname[r.column]
+		col, ok := cols[r.column]
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("%s (%s) is missing", r.column, r.role))
-			fixes = append(fixes, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s; -- or set %s to an existing column", qt, replication.QuoteIdent(r.column), r.fixType, r.key))
-		case r.types != nil && !contains(r.types, tn):
-			bad = append(bad, fmt.Sprintf("%s (%s) is %s", r.column, r.role, formatted[r.column]))
+			fixes = append(fixes, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s; -- or set %s to an existing column", qt, postgres.QuoteIdent(r.column), r.fixType, r.key))
+		case r.types != nil && !contains(r.types, col.TypeName):
+			bad = append(bad, fmt.Sprintf("%s (%s) is %s", r.column, r.role, col.Type))
 			fixes = append(fixes, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s::%s; -- %s needs one of %s",
-				qt, replication.QuoteIdent(r.column), r.fixType, replication.QuoteIdent(r.column), r.fixType, r.role, strings.Join(r.types, ", ")))
+				qt, postgres.QuoteIdent(r.column), r.fixType, postgres.QuoteIdent(r.column), r.fixType, r.role, strings.Join(r.types, ", ")))
 		default:
-			found = append(found, fmt.Sprintf("%s %s (%s)", r.column, formatted[r.column], r.role))
+			found = append(found, fmt.Sprintf("%s %s (%s)", r.column, col.Type, r.role))
 		}
 	}
 	if len(bad) > 0 {
@@ -394,7 +388,7 @@ func contains(list []string, v string) bool {
 // publication publishes updates or deletes PostgreSQL refuses UPDATE and
 // DELETE on a table without a replica identity, including the janitor's.
 func (c *checker) replicaIdentity(ctx context.Context, table string) {
-	qt := replication.QuoteTables([]string{table})[0]
+	qt := postgres.QuoteTables([]string{table})[0]
 	var ident string
 	var hasPK, pubUpdDel bool
 	err := c.conn.QueryRow(ctx, `SELECT c.relreplident::text,
@@ -421,7 +415,7 @@ func (c *checker) replicaIdentity(ctx context.Context, table string) {
 			what = "default, but the table has no primary key"
 		}
 		c.fail(name, what+": UPDATE and DELETE on the table fail while the publication publishes them (the janitor deletes)",
-			fmt.Sprintf("ALTER TABLE %s ADD PRIMARY KEY (%s); -- or ALTER TABLE %s REPLICA IDENTITY FULL;", qt, replication.QuoteIdent(c.router.EventIDField), qt))
+			fmt.Sprintf("ALTER TABLE %s ADD PRIMARY KEY (%s); -- or ALTER TABLE %s REPLICA IDENTITY FULL;", qt, postgres.QuoteIdent(c.router.EventIDField), qt))
 	}
 }
 
@@ -470,10 +464,10 @@ func (c *checker) slot(ctx context.Context, s replication.Slot) {
 func (c *checker) sampleRecords(ctx context.Context) {
 	for _, table := range c.tables {
 		schema, name, _ := strings.Cut(table, ".")
-		qt := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
+		qt := postgres.QuoteIdent(schema) + "." + postgres.QuoteIdent(name)
 		order := ""
 		if col := c.recentColumn(ctx, qt); col != "" {
-			order = " ORDER BY " + replication.QuoteIdent(col) + " DESC"
+			order = " ORDER BY " + postgres.QuoteIdent(col) + " DESC"
 		}
 		rr := c.conn.PgConn().ExecParams(ctx, "SELECT * FROM "+qt+order+" LIMIT 1000", nil, nil, nil, nil)
 		fields := rr.FieldDescriptions()
@@ -499,7 +493,7 @@ func (c *checker) sampleRecords(ctx context.Context) {
 			}
 		}
 		if _, err := rr.Close(); err != nil {
-			c.fail("recent rows of "+table, err.Error(), "GRANT SELECT ON "+qt+" TO "+replication.QuoteIdent(c.pg.User)+";")
+			c.fail("recent rows of "+table, err.Error(), "GRANT SELECT ON "+qt+" TO "+postgres.QuoteIdent(c.pg.User)+";")
 		}
 	}
 }

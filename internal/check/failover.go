@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/replication"
 )
 
@@ -47,7 +48,7 @@ func (c *checker) failover(ctx context.Context, slot replication.Slot) {
 
 // standby checks one host if it is a standby; false when it is not one
 // (the primary) or cannot be reached (reported).
-func (c *checker) standby(ctx context.Context, h *replication.Config, standbySlots string) bool {
+func (c *checker) standby(ctx context.Context, h *postgres.Config, standbySlots string) bool {
 	conn, err := h.Connect(ctx)
 	if err != nil {
 		c.fail("standby "+h.Where(), err.Error(), "")
@@ -77,21 +78,21 @@ func (c *checker) standby(ctx context.Context, h *replication.Config, standbySlo
 	// pg_read_all_settings may read it.
 	var conninfo string
 	if err := conn.QueryRow(ctx, `SELECT current_setting('primary_conninfo')`).Scan(&conninfo); err != nil {
-		c.fail(where+" primary_conninfo", err.Error(), "GRANT pg_read_all_settings TO "+replication.QuoteIdent(h.User)+"; -- so check can read it (it must name a dbname)")
+		c.fail(where+" primary_conninfo", err.Error(), "GRANT pg_read_all_settings TO "+postgres.QuoteIdent(h.User)+"; -- so check can read it (it must name a dbname)")
 	} else {
 		named := strings.Contains(strings.ReplaceAll(conninfo, " ", ""), "dbname=") || strings.Contains(conninfo, "/"+h.DBName)
 		c.expect(where+" primary_conninfo", named, "names a database: "+fmt.Sprint(named),
 			"add dbname="+h.DBName+" to primary_conninfo: slot synchronization connects to a database")
 	}
-	copy, err := replication.InspectSlot(ctx, conn, h.Slot)
+	copy, err := replication.InspectSlot(ctx, conn, c.pg.Slot)
 	switch {
 	case err != nil:
-		c.fail(where+" slot "+h.Slot, err.Error(), "")
+		c.fail(where+" slot "+c.pg.Slot, err.Error(), "")
 	case !copy.Exists || !copy.Synced:
-		c.fail(where+" slot "+h.Slot, "no synchronized copy yet (the slot must exist with failover on, and the standby must have caught up)",
+		c.fail(where+" slot "+c.pg.Slot, "no synchronized copy yet (the slot must exist with failover on, and the standby must have caught up)",
 			"start the relay with slot.failover=true, then check again; on the standby: SELECT slot_name, synced FROM pg_replication_slots;")
 	default:
-		c.pass(where+" slot "+h.Slot, fmt.Sprintf("synchronized, confirmed_flush_lsn %s", copy.ConfirmedFlush))
+		c.pass(where+" slot "+c.pg.Slot, fmt.Sprintf("synchronized, confirmed_flush_lsn %s", copy.ConfirmedFlush))
 	}
 	return true
 }

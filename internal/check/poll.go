@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/outboxrelay/outboxrelay/poll"
-	"github.com/outboxrelay/outboxrelay/replication"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // pollPostgres runs the PostgreSQL checks of poll mode: no slot, no
@@ -28,7 +28,7 @@ func (c *checker) pollPostgres(ctx context.Context, cfg poll.Config) {
 	}
 	c.privileges(ctx)
 	for _, t := range c.tables {
-		qt := replication.QuoteTables([]string{t})[0]
+		qt := postgres.QuoteTables([]string{t})[0]
 		var upd bool
 		// A column grant (GRANT UPDATE (dispatched_at)) is enough.
 		if err := c.conn.QueryRow(ctx, `SELECT has_column_privilege($1::regclass, $2, 'UPDATE')`, qt, cfg.Dispatched).Scan(&upd); err != nil {
@@ -37,7 +37,7 @@ func (c *checker) pollPostgres(ctx context.Context, cfg poll.Config) {
 			c.pass("UPDATE on "+t, "granted (poll mode sets "+cfg.Dispatched+")")
 		} else {
 			c.fail("UPDATE on "+t, "not granted to "+pg.User+": poll mode marks published rows in "+cfg.Dispatched,
-				fmt.Sprintf("GRANT UPDATE (%s) ON %s TO %s;", replication.QuoteIdent(cfg.Dispatched), qt, replication.QuoteIdent(pg.User)))
+				fmt.Sprintf("GRANT UPDATE (%s) ON %s TO %s;", postgres.QuoteIdent(cfg.Dispatched), qt, postgres.QuoteIdent(pg.User)))
 		}
 		if err := poll.CheckTable(ctx, c.conn, t, cfg); err != nil {
 			c.fail("poll columns of "+t, err.Error(), "")

@@ -15,6 +15,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/poll"
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
@@ -27,7 +28,7 @@ type Setup struct {
 	Postgres  replication.Config
 	Router    *router.Router
 	Kafka     sink.Config
-	Janitor   replication.JanitorConfig
+	Janitor   postgres.JanitorConfig
 	Poll      poll.Config // outbox.capture.mode and outbox.poll.*
 	Tolerance string      // errors.tolerance
 	Offsets   OffsetsConfig
@@ -127,7 +128,7 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	}
 	scfg, err := sink.ParseConfig(cfg.Kafka)
 	errs = append(errs, err)
-	jcfg, err := replication.ParseJanitorConfig(cfg.Relay)
+	jcfg, err := postgres.ParseJanitorConfig(cfg.Relay)
 	errs = append(errs, err)
 	ocfg, err := parseOffsets(cfg.Relay, cfg.Name, pcfg.TopicPrefix)
 	errs = append(errs, err)

@@ -11,6 +11,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 )
@@ -131,7 +132,7 @@ func tableEvents(ctx context.Context, conn *pgx.Conn, set *setup.Setup, opt Opti
 	var events []Event
 	for _, table := range tables {
 		schema, name, _ := strings.Cut(table, ".")
-		qualified := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
+		qualified := postgres.QuoteIdent(schema) + "." + postgres.QuoteIdent(name)
 		evs, err := Outbox(ctx, conn, OutboxQuery{
 			Table: qualified, IDColumn: rcfg.EventIDField, KeyColumn: rcfg.EventKeyField, OrderBy: opt.OrderBy, Where: opt.Where,
 		})

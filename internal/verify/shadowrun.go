@@ -14,6 +14,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/conformance"
 	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/replication"
 )
 
@@ -70,7 +71,7 @@ func shadowTopics(ctx context.Context, conn *pgx.Conn, set *setup.Setup, where s
 	topics := map[string]bool{}
 	for _, table := range tables {
 		schema, name, _ := strings.Cut(table, ".")
-		qualified := replication.QuoteIdent(schema) + "." + replication.QuoteIdent(name)
+		qualified := postgres.QuoteIdent(schema) + "." + postgres.QuoteIdent(name)
 		if err := routedTopics(ctx, conn, set.Router, qualified, rcfg.RouteByField, where, topics); err != nil {
 			return nil, err
 		}
