@@ -142,7 +142,19 @@ func TestRouteMessageErrors(t *testing.T) {
 		var re *RowError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want a RowError mentioning %q", content, err, want)
+			continue
 		}
+		// The router names the message by its prefix, for the content
+		// and for the fields decoded from it alike.
+		if re.Table != "pg_logical_emit_message:outbox" || re.LSN != 0x16B374D848 {
+			t.Errorf("%q: error names table %q at %s, want pg_logical_emit_message:outbox at 16/B374D848", content, re.Table, re.LSN)
+		}
+	}
+	// A message of another prefix is named by its own (the router keeps
+	// the last prefix's table name).
+	_, err = r.Route(messageEvent("other", `{"id":"x","aggregateid":"k","payload":{}}`), nil)
+	if re := (*RowError)(nil); !errors.As(err, &re) || re.Table != "pg_logical_emit_message:other" {
+		t.Errorf("prefix other: err = %v, want a RowError naming pg_logical_emit_message:other", err)
 	}
 }
 
