@@ -33,5 +33,5 @@ func BenchmarkEventRoute(b *testing.B) {
 			b.Fatalf("Route: %d records, %v", len(recs), err)
 		}
 	}
-	b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
