@@ -384,22 +384,21 @@ func (r *Router) appendTraceHeaders(ev *Event, eid string) {
 
 // key serializes the key column with key.converter.
 func (r *Router) key(col *capture.Column) ([]byte, error) {
-	v := col
 	buf := r.buf
 	var err error
 	switch r.cfg.KeyConverter {
 	case ConverterString:
-		if v.Null {
+		if col.Null {
 			return nil, nil
 		}
-		buf, err = appendText(buf, v, &r.raw)
+		buf, err = appendText(buf, col, &r.raw)
 	case ConverterJSON:
-		buf, err = appendJSONValue(buf, v, r.cfg.DecimalHandlingMode, &r.raw)
+		buf, err = appendJSONValue(buf, col, r.cfg.DecimalHandlingMode, &r.raw)
 	default:
 		buf = append(buf, `{"schema":`...)
-		buf = appendSchema(buf, columnSchema(v.OID, col.Nullable, r.cfg.DecimalHandlingMode), "")
+		buf = appendSchema(buf, columnSchema(col.OID, col.Nullable, r.cfg.DecimalHandlingMode), "")
 		buf = append(buf, `,"payload":`...)
-		buf, err = appendJSONValue(buf, v, r.cfg.DecimalHandlingMode, &r.raw)
+		buf, err = appendJSONValue(buf, col, r.cfg.DecimalHandlingMode, &r.raw)
 		buf = append(buf, '}')
 	}
 	return r.arena(buf, err)
@@ -408,9 +407,8 @@ func (r *Router) key(col *capture.Column) ([]byte, error) {
 // value serializes the payload (and envelope placements) with
 // value.converter; nil is a tombstone.
 func (r *Router) value(ev *Event, payload *capture.Column, routeValue []byte, eid string) ([]byte, error) {
-	v := payload
 	// Debezium: payload == null || payload.toString().trim().isEmpty().
-	if r.cfg.RouteTombstoneOnEmptyPayload && (v.Null || isBlank(v.Text)) {
+	if r.cfg.RouteTombstoneOnEmptyPayload && (payload.Null || isBlank(payload.Text)) {
 		return nil, nil
 	}
 	buf := r.buf
@@ -428,13 +426,13 @@ func (r *Router) value(ev *Event, payload *capture.Column, routeValue []byte, ei
 		}
 		buf = append(buf, '}')
 	case r.cfg.ValueConverter == ConverterString:
-		if v.Null {
+		if payload.Null {
 			return nil, nil
 		}
 		var expanded bool
 		start := len(buf)
 		if buf, expanded, err = r.appendPayloadJSON(buf, ev, payload, eid); err == nil && !expanded {
-			buf, err = appendText(buf[:start], v, &r.raw)
+			buf, err = appendText(buf[:start], payload, &r.raw)
 		}
 	default:
 		buf, _, err = r.appendPayloadJSON(buf, ev, payload, eid)
@@ -454,20 +452,19 @@ func (r *Router) value(ev *Event, payload *capture.Column, routeValue []byte, ei
 // and text). A text payload that is not JSON falls back to the string with
 // one warning, as Debezium does.
 func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *capture.Column, eid string) ([]byte, bool, error) {
-	v := payload
-	if v.Null {
+	if payload.Null {
 		return append(dst, "null"...), false, nil
 	}
-	if ev.structured && v.OID == oidJSONB {
-		return append(dst, v.Text...), true, nil // a Struct: JSON already
+	if ev.structured && payload.OID == oidJSONB {
+		return append(dst, payload.Text...), true, nil // a Struct: JSON already
 	}
 	if r.cfg.ExpandJSONPayload {
-		if !isStringish(v.OID) {
+		if !isStringish(payload.OID) {
 			r.log.Warn("table.expand.json.payload is on but the payload column is not text or JSON; sending it unexpanded",
 				append(r.rowAttrs(ev, eid), slog.String("column", payload.Name))...)
 		} else {
 			start := len(dst)
-			out, stack, err := appendCompactJSON(dst, v.Text, r.stack)
+			out, stack, err := appendCompactJSON(dst, payload.Text, r.stack)
 			r.stack = stack
 			if err == nil {
 				return out, true, nil
@@ -477,7 +474,7 @@ func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *capture.Colum
 				append(r.rowAttrs(ev, eid), slog.String("column", payload.Name))...)
 		}
 	}
-	out, err := appendJSONValue(dst, v, r.cfg.DecimalHandlingMode, &r.raw)
+	out, err := appendJSONValue(dst, payload, r.cfg.DecimalHandlingMode, &r.raw)
 	return out, false, err
 }
 
