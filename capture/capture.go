@@ -52,23 +52,30 @@ const (
 	OpMessage Op = 'm'
 )
 
+// String is the operation's letter ("c"), as Debezium writes it and logs
+// show it.
+func (o Op) String() string { return string(rune(o)) }
+
 // Column is one value of a row in PostgreSQL's text format, as pgoutput
-// sends it and as the snapshot reads it.
+// sends it and as the snapshot reads it. The router reads it as is.
 type Column struct {
 	Name string
-	OID  uint32 // the column's type
-	Text []byte // aliases the source's buffers: valid until the next Next
+	OID  uint32 // the column's type (pg_type.oid)
+	Text []byte // aliases the source's buffers: valid until the next Next; empty when Null
 	Null bool
 	// Unchanged: an unchanged TOASTed value the server did not send
 	// (updates only).
 	Unchanged bool
-	Nullable  bool // the column accepts NULL
+	// Nullable: the column accepts NULL (pg_attribute.attnotnull is
+	// false). pgoutput does not send it; the zero value means NOT NULL.
+	Nullable bool
 }
 
 // Row is one row of an outbox table.
 type Row struct {
-	Op      Op
-	Table   string // "schema.table"
+	Op    Op
+	Table string // "schema.table"
+	// Columns is the new tuple; for a delete, the old (key) tuple.
 	Columns []Column
 	// OldKey holds the old key columns of an UPDATE that carried them;
 	// KeyChanged says whether the key changed.

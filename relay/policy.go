@@ -50,10 +50,10 @@ func NewPoisonPolicy(tolerance, connector string, dlq DeadLetterer, dlqTopic str
 		if rec != nil {
 			eventID = rec.EventID
 		}
-		lsn := capture.LSN(ev.CommitLSN)
+		lsn, table := ev.CommitLSN, ev.Table()
 		if dlqTopic == "" {
 			log.Error("poison row skipped (errors.tolerance=all, no errors.deadletterqueue.topic.name)",
-				"lsn", lsn.String(), "table", ev.Table, "event_id", eventID, "err", cause)
+				"lsn", lsn.String(), "table", table, "event_id", eventID, "err", cause)
 			ack(nil)
 			return nil
 		}
@@ -69,11 +69,11 @@ func NewPoisonPolicy(tolerance, connector string, dlq DeadLetterer, dlqTopic str
 			// The router produced nothing: dead-letter the row itself, as a
 			// JSON object of its columns' text, keyed by the event id, so
 			// it can be repaired and replayed.
-			orig = sink.Record{Partition: -1, Key: []byte(eventID), Value: rowJSON(ev), EventID: eventID}
+			orig = sink.Record{Partition: -1, Key: []byte(eventID), Value: rowJSON(ev.Row), EventID: eventID}
 		}
-		log.Warn("poison row sent to the dead-letter topic", "topic", dlqTopic, "lsn", lsn.String(), "table", ev.Table, "event_id", eventID, "err", cause)
+		log.Warn("poison row sent to the dead-letter topic", "topic", dlqTopic, "lsn", lsn.String(), "table", table, "event_id", eventID, "err", cause)
 		return dlq.DeadLetter(ctx, orig, cause, sink.DLQMeta{
-			LSN: lsn.String(), SourceTable: ev.Table, ConnectorName: connector, Stage: stage,
+			LSN: lsn.String(), SourceTable: table, ConnectorName: connector, Stage: stage,
 		}, ack)
 	}, nil
 }
@@ -91,20 +91,31 @@ func ParseTolerance(v string) (all bool, err error) {
 	}
 }
 
-// rowJSON renders a row as {"column": "text", …} with NULL as null.
-func rowJSON(ev *router.Event) []byte {
+// rowJSON renders a row as {"column": "text", …} with NULL as null, and a
+// logical decoding message as such a row of two columns, prefix and content.
+func rowJSON(row *capture.Row) []byte {
 	b := []byte{'{'}
-	for i, c := range ev.Columns {
+	if row.Op == capture.OpMessage {
+		b = appendMember(b, router.MessagePrefixColumn, []byte(row.Prefix), false)
+		b = append(b, ',')
+		b = appendMember(b, router.MessageContentColumn, row.Content, false)
+		return append(b, '}')
+	}
+	for i, c := range row.Columns {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = router.AppendJSONString(b, c.Name)
-		b = append(b, ':')
-		if c.Value.Null || c.Value.Unchanged {
-			b = append(b, "null"...)
-		} else {
-			b = router.AppendJSONString(b, c.Value.Text)
-		}
+		b = appendMember(b, c.Name, c.Text, c.Null || c.Unchanged)
 	}
 	return append(b, '}')
+}
+
+// appendMember appends `"name":"text"`, or `"name":null`.
+func appendMember(b []byte, name string, text []byte, null bool) []byte {
+	b = router.AppendJSONString(b, name)
+	b = append(b, ':')
+	if null {
+		return append(b, "null"...)
+	}
+	return router.AppendJSONString(b, text)
 }

@@ -294,7 +294,7 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 		s.tx, s.inSnap = tx, ev.Snapshot
 		s.skipping = s.skipCommitted(ev)
 		s.within, s.atWithin = s.withinPoint(ev), 0
-		s.ev.CommitLSN = uint64(ev.LSN)
+		s.ev.CommitLSN = ev.LSN
 		s.ev.CommitTime = ev.CommitTime
 	case capture.KindRow:
 		if s.tx == nil {

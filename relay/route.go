@@ -10,27 +10,13 @@ import (
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
-var routerOps = [...]router.Op{capture.OpCreate: router.OpCreate, capture.OpUpdate: router.OpUpdate,
-	capture.OpDelete: router.OpDelete, capture.OpRead: router.OpRead, capture.OpMessage: router.OpMessage}
-
-// event binds a source row into the router's event, reusing its buffers.
-// Column text still aliases the source's frame: valid until the next Next.
+// event binds a source row into the router's event, as the source yielded
+// it (column text still aliases the source's frame: valid until the next
+// Next), in the open transaction, whose commit LSN and time the event
+// holds since its Begin.
 func (s *session) event(row *capture.Row) *router.Event {
 	ev := &s.ev
-	ev.Op = routerOps[row.Op]
-	ev.Table = row.Table
-	ev.Columns = appendColumns(ev.Columns[:0], row.Columns)
-	if row.Op == capture.OpMessage {
-		// The router decodes the content; as columns, the poison policy
-		// dumps a message as it dumps a row.
-		ev.Table = router.MessageTable(row.Prefix)
-		ev.Columns = append(ev.Columns,
-			router.Column{Name: router.MessagePrefixColumn, Value: router.Value{OID: 25, Text: []byte(row.Prefix)}},
-			router.Column{Name: router.MessageContentColumn, Value: router.Value{OID: 17, Text: row.Content}})
-	}
-	ev.OldKeyColumns = appendColumns(ev.OldKeyColumns[:0], row.OldKey)
-	ev.KeyChanged = row.KeyChanged
-	ev.Position = uint64(row.Position)
+	ev.Row = row
 	ev.ProcessedAt = time.Now()
 	if row.Op == capture.OpRead {
 		if s.snapRows++; s.snapRows%1000 == 0 && s.opt.Observer != nil {
@@ -38,15 +24,6 @@ func (s *session) event(row *capture.Row) *router.Event {
 		}
 	}
 	return ev
-}
-
-func appendColumns(dst []router.Column, cols []capture.Column) []router.Column {
-	for i := range cols {
-		c := &cols[i]
-		dst = append(dst, router.Column{Name: c.Name, Nullable: c.Nullable,
-			Value: router.Value{OID: c.OID, Text: c.Text, Null: c.Null, Unchanged: c.Unchanged}})
-	}
-	return dst
 }
 
 // route turns an event into records and hands them to the sink, inside the
@@ -59,12 +36,12 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 	if err != nil {
 		var rowErr *router.RowError
 		if !errors.As(err, &rowErr) {
-			return fmt.Errorf("routing row of %s at %s: %w", ev.Table, capture.LSN(ev.CommitLSN), err)
+			return fmt.Errorf("routing row of %s at %s: %w", ev.Table(), ev.CommitLSN, err)
 		}
 		return s.poison(ctx, ev, rowErr)
 	}
 	if len(s.records) == 0 {
-		s.skip(skipReason(ev.Op))
+		s.skip(skipReason(ev.Row.Op))
 		return nil
 	}
 	for i := range s.records {
@@ -88,7 +65,7 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 	if err == nil {
 		return nil
 	}
-	err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, capture.LSN(ev.CommitLSN), ev.Table, rec.Topic, err)
+	err = fmt.Errorf("sending event %s (LSN %s, table %s) to %s: %w", rec.EventID, ev.CommitLSN, ev.Table(), rec.Topic, err)
 	if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
 		// The record's share of the budget and of the transaction now
 		// waits for the poison policy's ack instead.
@@ -107,7 +84,7 @@ func (s *session) poison(ctx context.Context, ev *router.Event, rowErr *router.R
 	if s.opt.Poison == nil || rowErr.Fatal {
 		return rowErr
 	}
-	size := poisonRowBytes(ev)
+	size := poisonRowBytes(ev.Row)
 	if err := s.acquire(ctx, 1, size); err != nil {
 		return err
 	}
@@ -132,12 +109,16 @@ func (s *session) dealtWith(ctx context.Context, ev *router.Event, rec *router.R
 }
 
 // poisonRowBytes is what a row's dead-letter record counts against the
-// budget: the row and the error's headers, so that the producer's buffer
-// never blocks.
-func poisonRowBytes(ev *router.Event) int64 {
+// budget: the row (as rowJSON dumps it) and the error's headers, so that
+// the producer's buffer never blocks.
+func poisonRowBytes(row *capture.Row) int64 {
 	size := int64(1024)
-	for _, c := range ev.Columns {
-		size += int64(2*(len(c.Name)+len(c.Value.Text)) + 8) // JSON escapes
+	if row.Op == capture.OpMessage {
+		size += int64(2*(len(router.MessagePrefixColumn)+len(row.Prefix)) + 8)
+		return size + int64(2*(len(router.MessageContentColumn)+len(row.Content))+8)
+	}
+	for _, c := range row.Columns {
+		size += int64(2*(len(c.Name)+len(c.Text)) + 8) // JSON escapes
 	}
 	return size
 }
@@ -223,11 +204,11 @@ func recordBytes(r *router.Record) int64 {
 	return n
 }
 
-func skipReason(op router.Op) string {
+func skipReason(op capture.Op) string {
 	switch op {
-	case router.OpUpdate:
+	case capture.OpUpdate:
 		return "update"
-	case router.OpDelete:
+	case capture.OpDelete:
 		return "delete"
 	}
 	return "routed_to_nothing"

@@ -3,6 +3,8 @@ package router
 import (
 	"encoding/base64"
 	"errors"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // PostgreSQL type OIDs the router treats specially (pg_type.oid; fixed for
@@ -45,7 +47,7 @@ func isStringish(oid uint32) bool {
 // text is t/f), bytea as padded Base64 (PostgreSQL's text is \x hex), uuid
 // in lower case, and every other type as PostgreSQL's text. scratch is
 // reusable space for decoding bytea. The caller handles NULL.
-func appendText(dst []byte, v Value, scratch *[]byte) ([]byte, error) {
+func appendText(dst []byte, v *capture.Column, scratch *[]byte) ([]byte, error) {
 	switch v.OID {
 	case oidBool:
 		return appendBool(dst, v.Text)
@@ -86,7 +88,7 @@ func appendLower(dst, text []byte) []byte {
 // the Connect value Debezium makes of the column: integers as numbers,
 // booleans, bytea as a Base64 string, uuid/json/text as strings, numeric
 // according to decimal.handling.mode.
-func appendJSONValue(dst []byte, v Value, decimalMode string, scratch *[]byte) ([]byte, error) {
+func appendJSONValue(dst []byte, v *capture.Column, decimalMode string, scratch *[]byte) ([]byte, error) {
 	if v.Null {
 		return append(dst, "null"...), nil
 	}

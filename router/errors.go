@@ -3,16 +3,18 @@ package router
 import (
 	"fmt"
 	"strings"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // RowError reports an outbox row the router cannot turn into a record: a
 // poison row. Route returns it as *RowError. The relay stops on it, or sends
 // the row to the dead-letter topic when one is configured and Fatal is false.
 type RowError struct {
-	LSN      uint64 // commit LSN of the row's transaction
-	Position uint64 // position of the change in the stream
-	Table    string // "schema.table"
-	EventID  string // text of the event-id column; empty when it is unknown
+	LSN      capture.LSN // commit LSN of the row's transaction
+	Position int         // the row's place in its transaction, from 1 (capture.Row.Position)
+	Table    string      // "schema.table", or MessageTable(prefix) for a message
+	EventID  string      // text of the event-id column; empty when it is unknown
 	// Column is the column at fault; ConfigKey is the option that names it
 	// (for example transforms.outbox.route.by.field).
 	Column    string
@@ -27,7 +29,7 @@ type RowError struct {
 
 func (e *RowError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "routing row at LSN %s", formatLSN(e.LSN))
+	fmt.Fprintf(&b, "routing row at LSN %s", e.LSN)
 	if e.Table != "" {
 		fmt.Fprintf(&b, " of %s", e.Table)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/router")
@@ -59,7 +61,7 @@ func goldenCases() []goldenCase {
 			ev:        ordersRow(col("k8", oidInt8, "-9223372036854775808"))},
 		{name: "key-json-schema-int2-nullable", about: "JsonConverter with schemas, smallint key of a nullable column: optional true",
 			overrides: map[string]string{"key.converter": JSONConverterClass, "transforms.outbox.table.field.event.key": "k2"},
-			ev:        ordersRow(Column{Name: "k2", Value: Value{OID: oidInt2, Text: []byte("42")}, Nullable: true})},
+			ev:        ordersRow(capture.Column{Name: "k2", OID: oidInt2, Text: []byte("42"), Nullable: true})},
 		{name: "value-string-converter", about: "value.converter=StringConverter: the expanded payload's compact text (spec 2, value)",
 			overrides: map[string]string{"value.converter": StringConverterClass}, ev: ordersRow()},
 		{name: "value-string-converter-unexpanded", about: "StringConverter without expansion: PostgreSQL's jsonb text as is (spec 2, value)",
@@ -128,12 +130,12 @@ func goldenCases() []goldenCase {
 		{name: "update-key-changed", about: "an update that changed the primary key is a delete plus a create: the create is routed (spec 4), with the old key in a __debezium.oldkey header first, as Debezium's connector adds it",
 			ev: func() *Event {
 				e := ordersRow()
-				e.Op, e.KeyChanged = OpUpdate, true
-				e.OldKeyColumns = []Column{{Name: "message_id", Value: Value{OID: 2950, Text: []byte("0195a3f2-0000-7000-8000-000000000001")}}}
+				e.Row.Op, e.Row.KeyChanged = capture.OpUpdate, true
+				e.Row.OldKey = []capture.Column{{Name: "message_id", OID: 2950, Text: []byte("0195a3f2-0000-7000-8000-000000000001")}}
 				return e
 			}()},
 		{name: "snapshot-read", about: "a snapshot read (op r) is routed like an insert; without a commit time the processing time is the timestamp (spec 2)",
-			ev: func() *Event { e := ordersRow(); e.Op = OpRead; e.CommitTime = time.Time{}; return e }()},
+			ev: func() *Event { e := ordersRow(); e.Row.Op = capture.OpRead; e.CommitTime = time.Time{}; return e }()},
 	}
 }
 
@@ -195,16 +197,16 @@ func renderGolden(t *testing.T, gc goldenCase, base map[string]string) []byte {
 	}
 
 	ev := gc.ev
-	fmt.Fprintf(&b, "\n## row: op %s of %s, commit LSN %s", ev.Op, ev.Table, formatLSN(ev.CommitLSN))
-	if ev.KeyChanged {
+	fmt.Fprintf(&b, "\n## row: op %s of %s, commit LSN %s", ev.Row.Op, ev.Table(), ev.CommitLSN)
+	if ev.Row.KeyChanged {
 		b.WriteString(", primary key changed")
 	}
 	fmt.Fprintf(&b, ", commit time %s\n", showTime(ev.CommitTime))
-	for _, c := range ev.Columns {
-		fmt.Fprintf(&b, "  %-18s %-11s %s\n", c.Name, oidName(c.Value.OID), showValue(c.Value))
+	for _, c := range ev.Row.Columns {
+		fmt.Fprintf(&b, "  %-18s %-11s %s\n", c.Name, oidName(c.OID), showValue(c))
 	}
-	for _, c := range ev.OldKeyColumns {
-		fmt.Fprintf(&b, "  old key: %-9s %-11s %s\n", c.Name, oidName(c.Value.OID), showValue(c.Value))
+	for _, c := range ev.Row.OldKey {
+		fmt.Fprintf(&b, "  old key: %-9s %-11s %s\n", c.Name, oidName(c.OID), showValue(c))
 	}
 
 	cfg, warnings, err := ParseConfig(m)
@@ -268,7 +270,7 @@ func showTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-func showValue(v Value) string {
+func showValue(v capture.Column) string {
 	if v.Null {
 		return "NULL"
 	}

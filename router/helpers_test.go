@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // connectorConfig reads the connector registration of the fixtures (the
@@ -48,12 +50,12 @@ func withOverrides(base, overrides map[string]string) map[string]string {
 	return m
 }
 
-func col(name string, oid uint32, text string) Column {
-	return Column{Name: name, Value: Value{OID: oid, Text: []byte(text)}}
+func col(name string, oid uint32, text string) capture.Column {
+	return capture.Column{Name: name, OID: oid, Text: []byte(text)}
 }
 
-func nullCol(name string, oid uint32) Column {
-	return Column{Name: name, Value: Value{OID: oid, Null: true}}
+func nullCol(name string, oid uint32) capture.Column {
+	return capture.Column{Name: name, OID: oid, Null: true}
 }
 
 var (
@@ -64,8 +66,8 @@ var (
 // outboxRow is a row of the fixtures' outbox table as pgoutput sends it
 // (jsonb in PostgreSQL's text output, with ", " and ": " separators),
 // with replacements by column name.
-func outboxRow(aggregateType, aggregateID, eventType, payload string, replace ...Column) *Event {
-	cols := []Column{
+func outboxRow(aggregateType, aggregateID, eventType, payload string, replace ...capture.Column) *Event {
+	cols := []capture.Column{
 		col("message_id", oidUUID, "0195a3f2-7c1e-7d3a-9b4f-2e8c5d6a1b90"),
 		col("aggregate_type", 25, aggregateType),
 		col("aggregate_id", 25, aggregateID),
@@ -94,20 +96,17 @@ func outboxRow(aggregateType, aggregateID, eventType, payload string, replace ..
 		}
 	}
 	return &Event{
-		Op:          OpCreate,
-		Columns:     cols,
-		Table:       "public.outbox",
+		Row:         &capture.Row{Op: capture.OpCreate, Columns: cols, Table: "public.outbox", Position: 3},
 		CommitLSN:   0x16B374D848,
 		CommitTime:  testCommitTime,
-		Position:    3,
 		ProcessedAt: testProcessedAt,
 	}
 }
 
 // without removes columns by name.
 func without(ev *Event, names ...string) *Event {
-	var cols []Column
-	for _, c := range ev.Columns {
+	var cols []capture.Column
+	for _, c := range ev.Row.Columns {
 		keep := true
 		for _, n := range names {
 			if c.Name == n {
@@ -118,7 +117,7 @@ func without(ev *Event, names ...string) *Event {
 			cols = append(cols, c)
 		}
 	}
-	ev.Columns = cols
+	ev.Row.Columns = cols
 	return ev
 }
 
@@ -127,7 +126,7 @@ const (
 	paymentsPayload = `{"channel": "wallet", "paymentId": "pay-889900"}`
 )
 
-func ordersRow(replace ...Column) *Event {
+func ordersRow(replace ...capture.Column) *Event {
 	return outboxRow("orders", "9191642889", "paid", ordersPayload, replace...)
 }
 

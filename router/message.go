@@ -9,17 +9,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
-// Column names of an OpMessage event: the relay passes a logical decoding
-// message as these two columns, so that the poison policy dumps it like a
-// row.
+// The names of a logical decoding message's two fields (capture.Row's
+// Prefix and Content) where a column's name is wanted: a RowError names the
+// content, and the poison policy dumps a message as a row of these two
+// columns.
 const (
 	MessagePrefixColumn  = "prefix"
 	MessageContentColumn = "content"
 )
 
-// MessageTable is what an OpMessage event's Table says: errors and
+// MessageTable is what Event.Table says for a message: errors and
 // dead-letter headers name the message's prefix there.
 func MessageTable(prefix string) string { return "pg_logical_emit_message:" + prefix }
 
@@ -30,17 +33,17 @@ func MessageTable(prefix string) string { return "pg_logical_emit_message:" + pr
 // integers, doubles, booleans, nested objects and arrays; a null member is
 // left out unless fields.null.include, and so is an empty array.
 func (r *Router) routeMessage(ev *Event) (Record, error) {
-	m := &r.msg
-	*m = Event{Op: OpCreate, Table: ev.Table, CommitLSN: ev.CommitLSN, CommitTime: ev.CommitTime,
-		Position: ev.Position, ProcessedAt: ev.ProcessedAt, structured: true, Columns: r.msgCols[:0]}
-	content := ev.column(MessageContentColumn, new(int))
-	if content == nil {
-		return Record{}, r.rowError(ev, "", MessageContentColumn, "", "a message event without content; this is a bug in the caller")
+	if r.msgTable == "" || ev.Row.Prefix != r.msgPrefix {
+		r.msgPrefix, r.msgTable = ev.Row.Prefix, MessageTable(ev.Row.Prefix)
 	}
+	// The message's members become the columns of a row routed as an
+	// insert, which errors name by the message's table.
+	row := &r.msgRow
+	*row = capture.Row{Op: capture.OpCreate, Table: r.msgTable, Position: ev.Row.Position, Columns: row.Columns[:0]}
+	r.msg = Event{Row: row, CommitLSN: ev.CommitLSN, CommitTime: ev.CommitTime, ProcessedAt: ev.ProcessedAt, structured: true}
 	var err error
 	r.msgArena = r.msgArena[:0]
-	m.Columns, r.msgArena, err = decodeMessageFields(m.Columns, r.msgArena, content.Value.Text, r.cfg.FieldsNullInclude)
-	r.msgCols = m.Columns
+	row.Columns, r.msgArena, err = decodeMessageFields(row.Columns, r.msgArena, ev.Row.Content, r.cfg.FieldsNullInclude)
 	if err != nil {
 		hint := "; Debezium's " + DecodeMessageClass + " fails on it too: emit a JSON object"
 		switch {
@@ -53,12 +56,12 @@ func (r *Router) routeMessage(ev *Event) (Record, error) {
 		e.ConfigKey = "transforms." + r.cfg.MessagesAlias + ".type"
 		return Record{}, e
 	}
-	return r.route(m)
+	return r.route(&r.msg)
 }
 
 // decodeMessageFields appends the top-level members of a message's JSON
 // content to cols, their text to arena (which the columns point into).
-func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool) ([]Column, []byte, error) {
+func decodeMessageFields(cols []capture.Column, arena, content []byte, nullInclude bool) ([]capture.Column, []byte, error) {
 	// Debezium: content.startsWith("{") || startsWith("["), and an array
 	// then fails its cast to a Struct.
 	if len(content) == 0 || content[0] != '{' {
@@ -84,7 +87,7 @@ func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool)
 			return cols, arena, err
 		}
 		if !keep {
-			col.Value = Value{OID: oidLeftOut} // holds its place for a repeated name
+			col = capture.Column{Name: name, OID: oidLeftOut} // holds its place for a repeated name
 		}
 		cols = append(cols, col)
 	}
@@ -101,7 +104,7 @@ func decodeMessageFields(cols []Column, arena, content []byte, nullInclude bool)
 	}
 	kept := cols[:first]
 	for _, c := range cols[first:] {
-		if c.Value.OID != oidLeftOut {
+		if c.OID != oidLeftOut {
 			kept = append(kept, c)
 		}
 	}
@@ -183,31 +186,31 @@ type msgDecoder struct {
 // field decodes one top-level member into a column; keep is false for a
 // member Debezium leaves out (a null without fields.null.include, an empty
 // array).
-func (d *msgDecoder) field(name string, arena *[]byte) (Column, bool, error) {
+func (d *msgDecoder) field(name string, arena *[]byte) (capture.Column, bool, error) {
 	tok, err := d.dec.Token()
 	if err != nil {
-		return Column{}, false, fmt.Errorf("the message content is not valid JSON: %v", err)
+		return capture.Column{}, false, fmt.Errorf("the message content is not valid JSON: %v", err)
 	}
-	col := Column{Name: name, Nullable: true}
+	col := capture.Column{Name: name, Nullable: true}
 	start := len(*arena)
 	switch t := tok.(type) {
 	case string:
 		*arena = append(*arena, t...)
-		col.Value.OID = oidText
+		col.OID = oidText
 	case json.Number:
 		var oid uint32
 		if *arena, oid, err = appendJavaNumber(*arena, string(t)); err != nil {
 			return col, false, fmt.Errorf("field %q: %w", name, err)
 		}
-		col.Value.OID = oid
+		col.OID = oid
 	case bool:
-		col.Value.OID = oidBool
+		col.OID = oidBool
 		*arena = append(*arena, "f"...)
 		if t {
 			(*arena)[start] = 't'
 		}
 	case nil:
-		col.Value = Value{OID: oidBytea, Null: true} // OPTIONAL_BYTES, as Debezium
+		col.OID, col.Null = oidBytea, true // OPTIONAL_BYTES, as Debezium
 		return col, d.nullInclude, nil
 	case json.Delim:
 		n := 0
@@ -217,9 +220,9 @@ func (d *msgDecoder) field(name string, arena *[]byte) (Column, bool, error) {
 		if t == '[' && n == 0 {
 			return col, false, nil // an empty array has no schema: left out
 		}
-		col.Value.OID = oidJSONB
+		col.OID = oidJSONB
 	}
-	col.Value.Text = (*arena)[start:len(*arena):len(*arena)]
+	col.Text = (*arena)[start:len(*arena):len(*arena)]
 	return col, true, nil
 }
 

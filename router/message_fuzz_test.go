@@ -28,10 +28,10 @@ func FuzzDecodeMessageFields(f *testing.F) {
 				t.Fatalf("field %q twice from %q: Jackson keeps one per name", c.Name, content)
 			}
 			seen[c.Name] = true
-			if c.Value.OID == oidJSONB && !json.Valid(c.Value.Text) {
-				t.Fatalf("field %q rendered as invalid JSON %q from %q", c.Name, c.Value.Text, content)
+			if c.OID == oidJSONB && !json.Valid(c.Text) {
+				t.Fatalf("field %q rendered as invalid JSON %q from %q", c.Name, c.Text, content)
 			}
-			if c.Value.Null && !nullInclude {
+			if c.Null && !nullInclude {
 				t.Fatalf("field %q null without fields.null.include", c.Name)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // messageConfig is a Debezium 3.x outbox-without-a-table connector: the
@@ -28,8 +30,8 @@ func messageConfig(t *testing.T, overrides map[string]string) Config {
 }
 
 func messageEvent(prefix, content string) *Event {
-	return &Event{Op: OpMessage, Table: MessageTable(prefix), CommitLSN: 0x16B374D848, CommitTime: testCommitTime,
-		Columns: []Column{col(MessagePrefixColumn, oidText, prefix), col(MessageContentColumn, oidBytea, content)}}
+	return &Event{Row: &capture.Row{Op: capture.OpMessage, Prefix: prefix, Content: []byte(content)},
+		CommitLSN: 0x16B374D848, CommitTime: testCommitTime}
 }
 
 func TestParseConfigMessageChain(t *testing.T) {
@@ -140,7 +142,19 @@ func TestRouteMessageErrors(t *testing.T) {
 		var re *RowError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want a RowError mentioning %q", content, err, want)
+			continue
 		}
+		// The router names the message by its prefix, for the content
+		// and for the fields decoded from it alike.
+		if re.Table != "pg_logical_emit_message:outbox" || re.LSN != 0x16B374D848 {
+			t.Errorf("%q: error names table %q at %s, want pg_logical_emit_message:outbox at 16/B374D848", content, re.Table, re.LSN)
+		}
+	}
+	// A message of another prefix is named by its own (the router keeps
+	// the last prefix's table name).
+	_, err = r.Route(messageEvent("other", `{"id":"x","aggregateid":"k","payload":{}}`), nil)
+	if re := (*RowError)(nil); !errors.As(err, &re) || re.Table != "pg_logical_emit_message:other" {
+		t.Errorf("prefix other: err = %v, want a RowError naming pg_logical_emit_message:other", err)
 	}
 }
 
@@ -199,7 +213,7 @@ func TestRouteMessageDuplicateMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"m0":20,"m1":21,"m2":22,"m3":23,"m4":24,"m5":25,"m6":26,"m7":27,"m8":28,"m9":29,"m10":30,"m11":31,"m12":32,"m13":33,"m14":34,"m15":35,"m16":36,"m17":37,"m18":38,"m19":39,"z":0}`
-	if got := string(cols[3].Value.Text); got != want {
+	if got := string(cols[3].Text); got != want {
 		t.Errorf("40 members, 20 names:\n got %s\nwant %s", got, want)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // logRouter builds a Router over the fixture config with overrides and
@@ -26,7 +28,7 @@ func logRouter(t testing.TB, overrides map[string]string) (*Router, *bytes.Buffe
 }
 
 func TestRouteOperations(t *testing.T) {
-	update := func() *Event { e := ordersRow(); e.Op = OpUpdate; return e }
+	update := func() *Event { e := ordersRow(); e.Row.Op = capture.OpUpdate; return e }
 	tests := []struct {
 		name     string
 		behavior string
@@ -36,12 +38,12 @@ func TestRouteOperations(t *testing.T) {
 		fatal    bool
 	}{
 		{"insert", "warn", ordersRow(), 1, "", false},
-		{"snapshot read", "warn", func() *Event { e := ordersRow(); e.Op = OpRead; return e }(), 1, "", false},
-		{"delete dropped silently", "fatal", func() *Event { e := ordersRow(); e.Op = OpDelete; return e }(), 0, "", false},
+		{"snapshot read", "warn", func() *Event { e := ordersRow(); e.Row.Op = capture.OpRead; return e }(), 1, "", false},
+		{"delete dropped silently", "fatal", func() *Event { e := ordersRow(); e.Row.Op = capture.OpDelete; return e }(), 0, "", false},
 		{"update warn", "warn", update(), 0, "level=WARN", false},
 		{"update error", "error", update(), 0, "level=ERROR", false},
 		{"update fatal", "fatal", update(), 0, "", true},
-		{"key-changing update routed", "fatal", func() *Event { e := update(); e.KeyChanged = true; return e }(), 1, "", false},
+		{"key-changing update routed", "fatal", func() *Event { e := update(); e.Row.KeyChanged = true; return e }(), 1, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,8 +97,8 @@ func TestRouteRowErrors(t *testing.T) {
 		{"partition null", map[string]string{"transforms.outbox.table.fields.additional.placement": "retry_count:partition"}, ordersRow(nullCol("retry_count", oidInt4)), "retry_count", "transforms.outbox.table.fields.additional.placement", "NULL"},
 		{"partition negative", map[string]string{"transforms.outbox.table.fields.additional.placement": "retry_count:partition"}, ordersRow(col("retry_count", oidInt4, "-1")), "retry_count", "transforms.outbox.table.fields.additional.placement", "between 0"},
 		{"unchanged toast payload", nil, func() *Event {
-			e := ordersRow(Column{Name: "payload", Value: Value{OID: oidJSONB, Unchanged: true}})
-			e.Op, e.KeyChanged = OpUpdate, true
+			e := ordersRow(capture.Column{Name: "payload", OID: oidJSONB, Unchanged: true})
+			e.Row.Op, e.Row.KeyChanged = capture.OpUpdate, true
 			return e
 		}(), "payload", "transforms.outbox.table.field.event.payload", "REPLICA IDENTITY FULL"},
 		{"bad bytea header", map[string]string{"transforms.outbox.table.fields.additional.placement": "bin:header"}, ordersRow(col("bin", oidBytea, `\xabc`)), "bin", "transforms.outbox.table.fields.additional.placement", "odd number"},
@@ -149,7 +151,7 @@ func TestRouteMissingPlacementIgnored(t *testing.T) {
 func TestRouteTimestamp(t *testing.T) {
 	tests := []struct {
 		name string
-		v    Column
+		v    capture.Column
 		want time.Time
 	}{
 		{"timestamp read as UTC", col("ts", oidTimestamp, "2025-03-14 09:26:53.123456"), time.Date(2025, 3, 14, 9, 26, 53, 123456000, time.UTC)},
@@ -229,15 +231,15 @@ func TestRouteArenaGrowthKeepsEarlierSlices(t *testing.T) {
 	}
 }
 
-// The record must not alias the decoder's memory: Value.Text is reused by
+// The record must not alias the decoder's memory: Column.Text is reused by
 // the caller after Route returns.
 func TestRouteCopiesInput(t *testing.T) {
 	r, _ := logRouter(t, map[string]string{"transforms.outbox.table.expand.json.payload": "false", "value.converter": StringConverterClass})
 	ev := ordersRow()
 	rec := routeOne(t, r, ev)
-	for i := range ev.Columns {
-		for j := range ev.Columns[i].Value.Text {
-			ev.Columns[i].Value.Text[j] = '#'
+	for i := range ev.Row.Columns {
+		for j := range ev.Row.Columns[i].Text {
+			ev.Row.Columns[i].Text[j] = '#'
 		}
 	}
 	if string(rec.Key) != "9191642889" || string(rec.Value) != ordersPayload || string(rec.Headers[1].Value) != "paid" || rec.Topic != "orders" {
@@ -293,7 +295,7 @@ func TestDecodeBytea(t *testing.T) {
 func TestJSONValueRejectsIntegerJunk(t *testing.T) {
 	var scratch []byte
 	for _, text := range []string{"00", "1x", "", "1 "} {
-		if got, err := appendJSONValue(nil, Value{OID: oidInt8, Text: []byte(text)}, "precise", &scratch); err == nil {
+		if got, err := appendJSONValue(nil, &capture.Column{OID: oidInt8, Text: []byte(text)}, "precise", &scratch); err == nil {
 			t.Errorf("integer text %q accepted as %q", text, got)
 		}
 	}
@@ -301,25 +303,25 @@ func TestJSONValueRejectsIntegerJunk(t *testing.T) {
 
 func TestJSONValueTypes(t *testing.T) {
 	tests := []struct {
-		v    Value
+		v    capture.Column
 		mode string
 		want string
 	}{
-		{Value{OID: oidInt4, Text: []byte("-5")}, "precise", "-5"},
-		{Value{OID: oidBool, Text: []byte("f")}, "precise", "false"},
-		{Value{OID: oidFloat8, Text: []byte("NaN")}, "precise", `"NaN"`},
-		{Value{OID: oidFloat8, Text: []byte("1.5")}, "precise", "1.5"},
-		{Value{OID: oidNumeric, Text: []byte("199.00")}, "string", `"199.00"`},
-		{Value{OID: oidNumeric, Text: []byte("199.00")}, "double", "199.00"},
-		{Value{OID: oidNumeric, Text: []byte("NaN")}, "double", `"NaN"`},
-		{Value{OID: oidBytea, Text: []byte(`\x6869`)}, "precise", `"aGk="`},
-		{Value{OID: oidUUID, Text: []byte("ABCDEF00-0000-0000-0000-000000000000")}, "precise", `"abcdef00-0000-0000-0000-000000000000"`},
-		{Value{OID: oidJSONB, Text: []byte(`{"a": 1}`)}, "precise", `"{\"a\": 1}"`},
-		{Value{OID: 25, Null: true}, "precise", "null"},
+		{capture.Column{OID: oidInt4, Text: []byte("-5")}, "precise", "-5"},
+		{capture.Column{OID: oidBool, Text: []byte("f")}, "precise", "false"},
+		{capture.Column{OID: oidFloat8, Text: []byte("NaN")}, "precise", `"NaN"`},
+		{capture.Column{OID: oidFloat8, Text: []byte("1.5")}, "precise", "1.5"},
+		{capture.Column{OID: oidNumeric, Text: []byte("199.00")}, "string", `"199.00"`},
+		{capture.Column{OID: oidNumeric, Text: []byte("199.00")}, "double", "199.00"},
+		{capture.Column{OID: oidNumeric, Text: []byte("NaN")}, "double", `"NaN"`},
+		{capture.Column{OID: oidBytea, Text: []byte(`\x6869`)}, "precise", `"aGk="`},
+		{capture.Column{OID: oidUUID, Text: []byte("ABCDEF00-0000-0000-0000-000000000000")}, "precise", `"abcdef00-0000-0000-0000-000000000000"`},
+		{capture.Column{OID: oidJSONB, Text: []byte(`{"a": 1}`)}, "precise", `"{\"a\": 1}"`},
+		{capture.Column{OID: 25, Null: true}, "precise", "null"},
 	}
 	for _, tt := range tests {
 		var scratch []byte
-		got, err := appendJSONValue(nil, tt.v, tt.mode, &scratch)
+		got, err := appendJSONValue(nil, &tt.v, tt.mode, &scratch)
 		if err != nil || string(got) != tt.want {
 			t.Errorf("appendJSONValue(%d %q, %s) = %s, %v; want %s", tt.v.OID, tt.v.Text, tt.mode, got, err, tt.want)
 		}
@@ -352,15 +354,16 @@ func FuzzRoute(f *testing.F) {
 			col("aggregate_type", 25, route),
 			col("aggregate_id", 25, key),
 			col("event_type", 25, typ),
-			Column{Name: "payload", Value: Value{OID: payloadOID, Text: payload, Null: payload == nil}},
+			capture.Column{Name: "payload", OID: payloadOID, Text: payload, Null: payload == nil},
 			col("n", oidInt8, n),
 			col("ts", oidTimestampTZ, ts),
 		)
 		if nullKey {
-			ev.Columns[2] = nullCol("aggregate_id", 25)
+			ev.Row.Columns[2] = nullCol("aggregate_id", 25)
 		}
-		ev.Op = Op(which % 5)
-		ev.KeyChanged = which&8 != 0
+		// The five operations in the order the corpus's which selects them.
+		ev.Row.Op = [...]capture.Op{capture.OpCreate, capture.OpRead, capture.OpUpdate, capture.OpDelete, capture.OpMessage}[which%5]
+		ev.Row.KeyChanged = which&8 != 0
 		recs, err := r.Route(ev, nil)
 		if err != nil {
 			var rowErr *RowError

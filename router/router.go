@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // maxCachedTopics bounds the route-value → topic cache. Routes are usually
@@ -36,10 +38,13 @@ type Router struct {
 	stack   []byte // open brackets while compacting JSON
 	headers []Header
 
-	// A message's decoded fields (routeMessage), reused.
-	msg      Event
-	msgCols  []Column
-	msgArena []byte
+	// A message's decoded fields (routeMessage), reused: the event and
+	// row routed in its place, the arena their text is cut from, and the
+	// last prefix with its MessageTable.
+	msg                 Event
+	msgRow              capture.Row
+	msgArena            []byte
+	msgPrefix, msgTable string
 }
 
 // New validates cfg and returns a Router. log receives the warnings the
@@ -92,8 +97,12 @@ func New(cfg Config, log *slog.Logger) (*Router, error) {
 func (r *Router) Config() Config { return r.cfg }
 
 // Route appends the records for one decoded row to dst and returns it:
-// one record for an insert or snapshot read, and for an update that
-// changed the primary key; none for a delete or another update.
+// one record for an insert or snapshot read (routed exactly like an
+// insert), for an update that changed the primary key (Debezium turns it
+// into a delete plus a create and publishes the create), and for a
+// logical decoding message (Config.Messages); none for a delete (deleting
+// dispatched outbox rows is normal clean-up) or another update (see
+// Config.OpInvalidBehavior).
 //
 // Memory contract: Key, Value and the header values of the appended
 // records (and the Headers slice itself) point into an arena owned by the
@@ -104,17 +113,17 @@ func (r *Router) Config() Config { return r.cfg }
 //
 // A row that cannot be routed returns a *RowError and leaves dst as it was.
 func (r *Router) Route(ev *Event, dst []Record) ([]Record, error) {
-	switch ev.Op {
-	case OpCreate, OpRead:
-	case OpDelete:
+	switch ev.Row.Op {
+	case capture.OpCreate, capture.OpRead:
+	case capture.OpDelete:
 		// Deleting published outbox rows is the normal clean-up.
 		return dst, nil
-	case OpUpdate:
+	case capture.OpUpdate:
 		// Debezium publishes the create half of a key-changing update.
-		if !ev.KeyChanged {
+		if !ev.Row.KeyChanged {
 			return dst, r.unexpectedUpdate(ev)
 		}
-	case OpMessage:
+	case capture.OpMessage:
 		if !r.cfg.Messages {
 			return dst, r.rowError(ev, "", "", "", "a logical decoding message, but transforms has no "+DecodeMessageClass+"; this is a bug in the caller")
 		}
@@ -124,7 +133,7 @@ func (r *Router) Route(ev *Event, dst []Record) ([]Record, error) {
 		}
 		return append(dst, rec), nil
 	default:
-		return dst, r.rowError(ev, "", "", "", fmt.Sprintf("unknown operation %d; this is a bug in the caller", int(ev.Op)))
+		return dst, r.rowError(ev, "", "", "", fmt.Sprintf("unknown operation %q; this is a bug in the caller", byte(ev.Row.Op)))
 	}
 	rec, err := r.route(ev)
 	if err != nil {
@@ -144,8 +153,8 @@ func (r *Router) route(ev *Event) (Record, error) {
 		return rec, err
 	}
 	var idValue []byte
-	if !idCol.Value.Null {
-		if idValue, err = r.arena(appendText(r.buf, idCol.Value, &r.raw)); err != nil {
+	if !idCol.Null {
+		if idValue, err = r.arena(appendText(r.buf, idCol, &r.raw)); err != nil {
 			return rec, r.rowError(ev, "", idCol.Name, optEventID, err.Error())
 		}
 		rec.EventID = string(idValue)
@@ -156,10 +165,10 @@ func (r *Router) route(ev *Event) (Record, error) {
 	if err != nil {
 		return rec, err
 	}
-	if routeCol.Value.Null {
+	if routeCol.Null {
 		return rec, r.rowError(ev, eid, routeCol.Name, optRouteBy, "the route value is NULL, so the row has no topic; give every outbox row a value in this column")
 	}
-	if rec.Topic, err = r.topicFor(routeCol.Value.Text); err != nil {
+	if rec.Topic, err = r.topicFor(routeCol.Text); err != nil {
 		return rec, r.rowError(ev, eid, routeCol.Name, optRouteBy,
 			fmt.Sprintf("%v; change the row's value or %s / %s so that every route gives a legal topic", err, r.cfg.key(optRouteRegex), r.cfg.key(optRouteReplacement)))
 	}
@@ -184,7 +193,7 @@ func (r *Router) route(ev *Event) (Record, error) {
 	if err != nil {
 		return rec, err
 	}
-	rec.Value, err = r.value(ev, payloadCol, routeCol.Value.Text, eid)
+	rec.Value, err = r.value(ev, payloadCol, routeCol.Text, eid)
 	return rec, err
 }
 
@@ -198,19 +207,19 @@ func (r *Router) arena(buf []byte, err error) ([]byte, error) {
 
 // need returns the configured column, or a RowError naming the option when
 // the row lacks it or PostgreSQL did not send its value.
-func (r *Router) need(ev *Event, name string, hint *int, opt, eid string) (*Column, error) {
+func (r *Router) need(ev *Event, name string, hint *int, opt, eid string) (*capture.Column, error) {
 	col := ev.column(name, hint)
 	if col == nil {
 		return nil, r.rowError(ev, eid, name, opt, fmt.Sprintf("the row has no column %q; add it to the table or set %s to the column that holds it", name, r.cfg.key(opt)))
 	}
-	if col.Value.Unchanged {
+	if col.Unchanged {
 		return nil, r.rowError(ev, eid, name, opt, "PostgreSQL did not send this unchanged TOASTed value; set REPLICA IDENTITY FULL on the outbox table")
 	}
 	return col, nil
 }
 
 func (r *Router) rowError(ev *Event, eid, column, opt, reason string) *RowError {
-	e := &RowError{LSN: ev.CommitLSN, Position: ev.Position, Table: ev.Table, EventID: eid, Column: column, Reason: reason}
+	e := &RowError{LSN: ev.CommitLSN, Position: ev.Row.Position, Table: ev.Table(), EventID: eid, Column: column, Reason: reason}
 	if opt != "" {
 		e.ConfigKey = r.cfg.key(opt)
 	}
@@ -250,12 +259,12 @@ func (r *Router) timestamp(ev *Event, eid string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if col.Value.Null {
+	if col.Null {
 		return fallback, nil
 	}
-	t, err := eventTimestamp(col.Value)
+	t, err := eventTimestamp(col)
 	if err != nil {
-		return time.Time{}, r.rowError(ev, eid, col.Name, optTimestamp, fmt.Sprintf("%v (text %q)", err, col.Value.Text))
+		return time.Time{}, r.rowError(ev, eid, col.Name, optTimestamp, fmt.Sprintf("%v (text %q)", err, col.Text))
 	}
 	return t, nil
 }
@@ -266,7 +275,7 @@ func (r *Router) timestamp(ev *Event, eid string) (time.Time, error) {
 func (r *Router) appendHeaders(ev *Event, idValue []byte, eid string) (int, error) {
 	// The create half of a key-changing update carries the old key, as
 	// Debezium's PostgreSQL connector adds it, before everything else.
-	if ev.Op == OpUpdate && ev.KeyChanged && len(ev.OldKeyColumns) > 0 {
+	if ev.Row.Op == capture.OpUpdate && ev.Row.KeyChanged && len(ev.Row.OldKey) > 0 {
 		old, err := r.arena(r.appendOldKey(r.buf, ev))
 		if err != nil {
 			return -1, r.rowError(ev, eid, "", "", "rendering the old key: "+err.Error())
@@ -292,15 +301,15 @@ func (r *Router) appendHeaders(ev *Event, idValue []byte, eid string) (int, erro
 		switch p.kind {
 		case placeHeader:
 			var value []byte
-			if !col.Value.Null {
-				if value, err = r.arena(appendText(r.buf, col.Value, &r.raw)); err != nil {
+			if !col.Null {
+				if value, err = r.arena(appendText(r.buf, col, &r.raw)); err != nil {
 					return partition, r.rowError(ev, eid, col.Name, optPlacement, err.Error())
 				}
 			}
 			r.headers = append(r.headers, Header{Key: p.alias, Value: value})
 		case placePartition:
 			// The last partition placement wins, as in Debezium.
-			if partition, err = partitionOf(col.Value); err != nil {
+			if partition, err = partitionOf(col); err != nil {
 				return partition, r.rowError(ev, eid, col.Name, optPlacement, err.Error())
 			}
 		}
@@ -312,14 +321,15 @@ func (r *Router) appendHeaders(ev *Event, idValue []byte, eid string) (int, erro
 // writes a key Struct: a JSON object in column order.
 func (r *Router) appendOldKey(dst []byte, ev *Event) ([]byte, error) {
 	dst = append(dst, '{')
-	for i, c := range ev.OldKeyColumns {
+	for i := range ev.Row.OldKey {
+		c := &ev.Row.OldKey[i]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = AppendJSONString(dst, c.Name)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendJSONValue(dst, c.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
+		if dst, err = appendJSONValue(dst, c, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
 			return dst, err
 		}
 	}
@@ -328,7 +338,7 @@ func (r *Router) appendOldKey(dst []byte, ev *Event) ([]byte, error) {
 
 // placementColumn returns the column of placement i; nil without error
 // when it is missing and table.field.additional.missing=ignore.
-func (r *Router) placementColumn(ev *Event, i int, eid string) (*Column, error) {
+func (r *Router) placementColumn(ev *Event, i int, eid string) (*capture.Column, error) {
 	p := r.cfg.placements[i]
 	col := ev.column(p.column, &r.hintPlacements[i])
 	if col == nil && r.cfg.AdditionalMissing == "ignore" {
@@ -337,7 +347,7 @@ func (r *Router) placementColumn(ev *Event, i int, eid string) (*Column, error) 
 	return r.need(ev, p.column, &r.hintPlacements[i], optPlacement, eid)
 }
 
-func partitionOf(v Value) (int, error) {
+func partitionOf(v *capture.Column) (int, error) {
 	if !isInteger(v.OID) {
 		return 0, fmt.Errorf("a partition placement needs an integer column (smallint, integer or bigint); this one has type %s", typeName(v.OID))
 	}
@@ -355,10 +365,10 @@ func partitionOf(v Value) (int, error) {
 // column, when the row has one.
 func (r *Router) appendTraceHeaders(ev *Event, eid string) {
 	col := ev.column(r.cfg.TracingSpanContextField, &r.hintTrace)
-	if col == nil || col.Value.Null || col.Value.Unchanged {
+	if col == nil || col.Null || col.Unchanged {
 		return
 	}
-	parent, state, ok := spanContext(col.Value.Text)
+	parent, state, ok := spanContext(col.Text)
 	if !ok {
 		r.log.Warn("span context column holds no valid W3C traceparent; the record gets no trace headers",
 			append(r.rowAttrs(ev, eid), slog.String("column", col.Name))...)
@@ -373,23 +383,22 @@ func (r *Router) appendTraceHeaders(ev *Event, eid string) {
 }
 
 // key serializes the key column with key.converter.
-func (r *Router) key(col *Column) ([]byte, error) {
-	v := col.Value
+func (r *Router) key(col *capture.Column) ([]byte, error) {
 	buf := r.buf
 	var err error
 	switch r.cfg.KeyConverter {
 	case ConverterString:
-		if v.Null {
+		if col.Null {
 			return nil, nil
 		}
-		buf, err = appendText(buf, v, &r.raw)
+		buf, err = appendText(buf, col, &r.raw)
 	case ConverterJSON:
-		buf, err = appendJSONValue(buf, v, r.cfg.DecimalHandlingMode, &r.raw)
+		buf, err = appendJSONValue(buf, col, r.cfg.DecimalHandlingMode, &r.raw)
 	default:
 		buf = append(buf, `{"schema":`...)
-		buf = appendSchema(buf, columnSchema(v.OID, col.Nullable, r.cfg.DecimalHandlingMode), "")
+		buf = appendSchema(buf, columnSchema(col.OID, col.Nullable, r.cfg.DecimalHandlingMode), "")
 		buf = append(buf, `,"payload":`...)
-		buf, err = appendJSONValue(buf, v, r.cfg.DecimalHandlingMode, &r.raw)
+		buf, err = appendJSONValue(buf, col, r.cfg.DecimalHandlingMode, &r.raw)
 		buf = append(buf, '}')
 	}
 	return r.arena(buf, err)
@@ -397,10 +406,9 @@ func (r *Router) key(col *Column) ([]byte, error) {
 
 // value serializes the payload (and envelope placements) with
 // value.converter; nil is a tombstone.
-func (r *Router) value(ev *Event, payload *Column, routeValue []byte, eid string) ([]byte, error) {
-	v := payload.Value
+func (r *Router) value(ev *Event, payload *capture.Column, routeValue []byte, eid string) ([]byte, error) {
 	// Debezium: payload == null || payload.toString().trim().isEmpty().
-	if r.cfg.RouteTombstoneOnEmptyPayload && (v.Null || isBlank(v.Text)) {
+	if r.cfg.RouteTombstoneOnEmptyPayload && (payload.Null || isBlank(payload.Text)) {
 		return nil, nil
 	}
 	buf := r.buf
@@ -418,13 +426,13 @@ func (r *Router) value(ev *Event, payload *Column, routeValue []byte, eid string
 		}
 		buf = append(buf, '}')
 	case r.cfg.ValueConverter == ConverterString:
-		if v.Null {
+		if payload.Null {
 			return nil, nil
 		}
 		var expanded bool
 		start := len(buf)
 		if buf, expanded, err = r.appendPayloadJSON(buf, ev, payload, eid); err == nil && !expanded {
-			buf, err = appendText(buf[:start], v, &r.raw)
+			buf, err = appendText(buf[:start], payload, &r.raw)
 		}
 	default:
 		buf, _, err = r.appendPayloadJSON(buf, ev, payload, eid)
@@ -443,21 +451,20 @@ func (r *Router) value(ev *Event, payload *Column, routeValue []byte, eid string
 // else as the JSON form of the column (a string literal for json, jsonb
 // and text). A text payload that is not JSON falls back to the string with
 // one warning, as Debezium does.
-func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *Column, eid string) ([]byte, bool, error) {
-	v := payload.Value
-	if v.Null {
+func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *capture.Column, eid string) ([]byte, bool, error) {
+	if payload.Null {
 		return append(dst, "null"...), false, nil
 	}
-	if ev.structured && v.OID == oidJSONB {
-		return append(dst, v.Text...), true, nil // a Struct: JSON already
+	if ev.structured && payload.OID == oidJSONB {
+		return append(dst, payload.Text...), true, nil // a Struct: JSON already
 	}
 	if r.cfg.ExpandJSONPayload {
-		if !isStringish(v.OID) {
+		if !isStringish(payload.OID) {
 			r.log.Warn("table.expand.json.payload is on but the payload column is not text or JSON; sending it unexpanded",
 				append(r.rowAttrs(ev, eid), slog.String("column", payload.Name))...)
 		} else {
 			start := len(dst)
-			out, stack, err := appendCompactJSON(dst, v.Text, r.stack)
+			out, stack, err := appendCompactJSON(dst, payload.Text, r.stack)
 			r.stack = stack
 			if err == nil {
 				return out, true, nil
@@ -467,21 +474,21 @@ func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *Column, eid s
 				append(r.rowAttrs(ev, eid), slog.String("column", payload.Name))...)
 		}
 	}
-	out, err := appendJSONValue(dst, v, r.cfg.DecimalHandlingMode, &r.raw)
+	out, err := appendJSONValue(dst, payload, r.cfg.DecimalHandlingMode, &r.raw)
 	return out, false, err
 }
 
 // appendEnvelopeFields appends `,"<alias>":<value>` for every envelope
 // placement, in configuration order.
 func (r *Router) appendEnvelopeFields(dst []byte, ev *Event, eid string) ([]byte, error) {
-	err := r.eachEnvelopeField(ev, eid, func(i int, col *Column) error {
+	err := r.eachEnvelopeField(ev, eid, func(i int, col *capture.Column) error {
 		var err error
 		dst = append(dst, r.envelopeKeys[i]...)
-		if ev.structured && col.Value.OID == oidJSONB && !col.Value.Null {
-			dst = append(dst, col.Value.Text...) // a Struct: JSON already
+		if ev.structured && col.OID == oidJSONB && !col.Null {
+			dst = append(dst, col.Text...) // a Struct: JSON already
 			return nil
 		}
-		if dst, err = appendJSONValue(dst, col.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
+		if dst, err = appendJSONValue(dst, col, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
 			return r.rowError(ev, eid, col.Name, optPlacement, err.Error())
 		}
 		return nil
@@ -491,7 +498,7 @@ func (r *Router) appendEnvelopeFields(dst []byte, ev *Event, eid string) ([]byte
 
 // eachEnvelopeField calls fn for every envelope placement whose column the
 // row has, in configuration order.
-func (r *Router) eachEnvelopeField(ev *Event, eid string, fn func(i int, col *Column) error) error {
+func (r *Router) eachEnvelopeField(ev *Event, eid string, fn func(i int, col *capture.Column) error) error {
 	for i, p := range r.cfg.placements {
 		if p.kind != placeEnvelope {
 			continue
@@ -515,14 +522,14 @@ func (r *Router) eachEnvelopeField(ev *Event, eid string, fn func(i int, col *Co
 // an expanded payload the one Debezium infers (JsonSchemaData). When that
 // inference fails, Debezium falls back to the unexpanded string, and so
 // does this.
-func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *Column, routeValue []byte, eid string) ([]byte, error) {
+func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *capture.Column, routeValue []byte, eid string) ([]byte, error) {
 	var err error
 	var expanded bool
 	r.scratch, expanded, err = r.appendPayloadJSON(r.scratch[:0], ev, payload, eid)
 	if err != nil {
 		return dst, err
 	}
-	schema := columnSchema(payload.Value.OID, payload.Nullable, r.cfg.DecimalHandlingMode)
+	schema := columnSchema(payload.OID, payload.Nullable, r.cfg.DecimalHandlingMode)
 	if expanded {
 		inferred, err := r.inferPayloadSchema(r.scratch)
 		if err == nil {
@@ -530,16 +537,16 @@ func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *Column, r
 		} else {
 			r.log.Warn("cannot infer a schema for the expanded payload; sending it as a JSON string, as Debezium does",
 				append(r.rowAttrs(ev, eid), slog.String("column", payload.Name), slog.String("reason", err.Error()))...)
-			if r.scratch, err = appendJSONValue(r.scratch[:0], payload.Value, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
+			if r.scratch, err = appendJSONValue(r.scratch[:0], payload, r.cfg.DecimalHandlingMode, &r.raw); err != nil {
 				return dst, err
 			}
 		}
 	}
 	if r.hasEnvelope {
-		envelope := &connectSchema{typ: "struct", name: r.envelopeSchemaName(ev.Table, routeValue)}
+		envelope := &connectSchema{typ: "struct", name: r.envelopeSchemaName(ev.Table(), routeValue)}
 		envelope.fields = append(envelope.fields, schemaField{name: "payload", schema: schema})
-		err := r.eachEnvelopeField(ev, eid, func(i int, col *Column) error {
-			fs := columnSchema(col.Value.OID, col.Nullable, r.cfg.DecimalHandlingMode)
+		err := r.eachEnvelopeField(ev, eid, func(i int, col *capture.Column) error {
+			fs := columnSchema(col.OID, col.Nullable, r.cfg.DecimalHandlingMode)
 			envelope.fields = append(envelope.fields, schemaField{name: r.cfg.placements[i].alias, schema: fs})
 			return nil
 		})
@@ -591,8 +598,8 @@ func (r *Router) envelopeSchemaName(table string, routeValue []byte) string {
 // kept its primary key.
 func (r *Router) unexpectedUpdate(ev *Event) error {
 	eid := ""
-	if col := ev.column(r.cfg.EventIDField, &r.hintID); col != nil && !col.Value.Null && !col.Value.Unchanged {
-		eid = string(col.Value.Text)
+	if col := ev.column(r.cfg.EventIDField, &r.hintID); col != nil && !col.Null && !col.Unchanged {
+		eid = string(col.Text)
 	}
 	const msg = "outbox row updated; updates are not published"
 	switch r.cfg.OpInvalidBehavior {
@@ -610,15 +617,10 @@ func (r *Router) unexpectedUpdate(ev *Event) error {
 
 func (r *Router) rowAttrs(ev *Event, eid string) []any {
 	return []any{
-		slog.String("lsn", formatLSN(ev.CommitLSN)),
-		slog.String("table", ev.Table),
+		slog.String("lsn", ev.CommitLSN.String()),
+		slog.String("table", ev.Table()),
 		slog.String("event_id", eid),
 	}
-}
-
-// formatLSN writes an LSN as PostgreSQL does (16/B374D848).
-func formatLSN(lsn uint64) string {
-	return fmt.Sprintf("%X/%X", uint32(lsn>>32), uint32(lsn))
 }
 
 // randomUUID returns a version-4 UUID for the runId context header.

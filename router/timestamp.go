@@ -3,6 +3,8 @@ package router
 import (
 	"errors"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // errBadTimestamp is returned for timestamp text the router cannot read.
@@ -12,7 +14,7 @@ var errBadTimestamp = errors.New("timestamp text is not in ISO DateStyle (YYYY-M
 // (read as UTC, as Debezium does), timestamptz (Debezium rejects it; the
 // offset in PostgreSQL's text makes it unambiguous, so it is accepted
 // here) or an integer of epoch milliseconds.
-func eventTimestamp(v Value) (time.Time, error) {
+func eventTimestamp(v *capture.Column) (time.Time, error) {
 	switch v.OID {
 	case oidTimestamp:
 		return parsePGTimestamp(v.Text, false)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/setup"
 	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/relay"
@@ -471,15 +472,16 @@ func (c *checker) sampleRecords(ctx context.Context) {
 		}
 		rr := c.conn.PgConn().ExecParams(ctx, "SELECT * FROM "+qt+order+" LIMIT 1000", nil, nil, nil, nil)
 		fields := rr.FieldDescriptions()
-		ev := &router.Event{Op: router.OpRead, Table: table, Columns: make([]router.Column, len(fields)), ProcessedAt: time.Now()}
+		row := &capture.Row{Op: capture.OpRead, Table: table, Columns: make([]capture.Column, len(fields))}
+		ev := &router.Event{Row: row, ProcessedAt: time.Now()}
 		for i, f := range fields {
-			ev.Columns[i] = router.Column{Name: f.Name, Value: router.Value{OID: f.DataTypeOID}, Nullable: true}
+			row.Columns[i] = capture.Column{Name: f.Name, OID: f.DataTypeOID, Nullable: true}
 		}
 		var records []router.Record
 		var err error
 		for rr.NextRow() {
 			for i, v := range rr.Values() {
-				ev.Columns[i].Value.Text, ev.Columns[i].Value.Null = v, v == nil
+				row.Columns[i].Text, row.Columns[i].Null = v, v == nil
 			}
 			if records, err = c.rt.Route(ev, records[:0]); err != nil {
 				continue

@@ -56,7 +56,8 @@ func (c *checker) peekMessages(ctx context.Context) {
 	var read, routed, skipped int
 	var refused, undecodable []string
 	var records []router.Record
-	ev := &router.Event{Op: router.OpMessage, ProcessedAt: time.Now(), Columns: make([]router.Column, 2)}
+	row := &capture.Row{Op: capture.OpMessage}
+	ev := &router.Event{Row: row, ProcessedAt: time.Now()}
 	for rows.Next() {
 		var lsn string
 		var data []byte
@@ -78,9 +79,7 @@ func (c *checker) peekMessages(ctx context.Context) {
 			continue
 		}
 		at, _ := capture.ParseLSN(lsn)
-		ev.Table, ev.CommitLSN = router.MessageTable(l.Prefix), uint64(at)
-		ev.Columns[0] = router.Column{Name: router.MessagePrefixColumn, Value: router.Value{OID: 25, Text: []byte(l.Prefix)}}
-		ev.Columns[1] = router.Column{Name: router.MessageContentColumn, Value: router.Value{OID: 17, Text: l.Content}}
+		row.Prefix, row.Content, ev.CommitLSN = l.Prefix, l.Content, at
 		if records, err = c.rt.Route(ev, records[:0]); err != nil {
 			refused = append(refused, err.Error())
 			continue
