@@ -89,7 +89,7 @@ func runCheck(t *testing.T, cfg string) (string, int) {
 // lower id than rows already dispatched is still published.
 func TestPollNoReplication(t *testing.T) {
 	t.Parallel()
-	port := privateCluster(t, "wal_level = replica")
+	port := testbed.StartPrivateCluster(t, "wal_level = replica").Port
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port))
 	if err != nil {
