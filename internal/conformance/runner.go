@@ -165,6 +165,7 @@ func (p *debeziumPair) failed(ctx context.Context, dbzShort, relayShort bool) er
 	}
 	if dbzShort {
 		if trace := p.e.taskFailure(ctx, p.n.schema); trace != "" {
+			//lint:ignore ST1005 Debezium is a name
 			return fmt.Errorf("Debezium's task failed: %s", trace)
 		}
 	}
