@@ -49,10 +49,6 @@ type pollPair struct {
 
 func (p *pollPair) namespaces() (ref, got string) { return p.n.nsR, p.n.nsD }
 
-func (p *pollPair) compare(c *Case, logical, polled []Record) *Verdict {
-	return ComparePoll(c, logical, polled)
-}
-
 func (p *pollPair) start(ctx context.Context) error {
 	e, c, n := p.e, p.c, p.n
 	// Every table of the schema gets the dispatched column and an order

@@ -75,7 +75,6 @@ type pair interface {
 	failed(ctx context.Context, refShort, gotShort bool) error
 	// stop stops what start started.
 	stop()
-	compare(c *Case, ref, got []Record) *Verdict
 }
 
 // caseRun is one case on the bed: its names, the admin connection and the
@@ -95,42 +94,49 @@ func (m Mode) pair(r *caseRun) pair {
 	return &debeziumPair{caseRun: r}
 }
 
+// compare checks the tested side's records against the reference's.
+func (m Mode) compare(c *Case, ref, got []Record) *Verdict {
+	if m == PollAgainstLogical {
+		return ComparePoll(c, ref, got)
+	}
+	return Compare(c, ref, got)
+}
+
 // Run runs one case through both sides of mode and compares the records.
 // In the Verdict, Debezium counts the reference's records and Relay the
 // tested side's.
 func (e *Env) Run(ctx context.Context, c *Case, idx int, mode Mode) *Verdict {
-	ref, got, p, err := e.run(ctx, c, e.names(idx), mode)
+	ref, got, err := e.run(ctx, c, e.names(idx), mode)
 	if err != nil {
 		return &Verdict{Case: c, Err: err, Debezium: len(ref), Relay: len(got)}
 	}
-	return p.compare(c, ref, got)
+	return mode.compare(c, ref, got)
 }
 
-func (e *Env) run(ctx context.Context, c *Case, n names, mode Mode) (ref, got []Record, p pair, err error) {
+func (e *Env) run(ctx context.Context, c *Case, n names, mode Mode) (ref, got []Record, err error) {
 	admin, err := pgx.Connect(ctx, e.PGURL)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
+		return nil, nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
 	defer admin.Close(context.Background())
 	defer e.cleanup(admin, n)
 
 	if err := e.prepare(ctx, admin, c, n); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	base, err := e.connectorConfig(c, n)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	p = mode.pair(&caseRun{e: e, c: c, n: n, admin: admin, base: base})
+	p := mode.pair(&caseRun{e: e, c: c, n: n, admin: admin, base: base})
 	defer p.stop()
 	if err := p.start(ctx); err != nil {
-		return nil, nil, p, err
+		return nil, nil, err
 	}
 	if err := runSteps(ctx, e.PGURL, n.schema, c, p.restart); err != nil {
-		return nil, nil, p, err
+		return nil, nil, err
 	}
-	ref, got, err = e.collect(ctx, p, c.Records)
-	return ref, got, p, err
+	return e.collect(ctx, p, c.Records)
 }
 
 // debeziumPair is Debezium (the reference: one connector on the shared
@@ -143,8 +149,6 @@ type debeziumPair struct {
 }
 
 func (p *debeziumPair) namespaces() (ref, got string) { return p.n.nsD, p.n.nsR }
-
-func (p *debeziumPair) compare(c *Case, dbz, rly []Record) *Verdict { return Compare(c, dbz, rly) }
 
 func (p *debeziumPair) start(ctx context.Context) error {
 	if err := p.e.createConnector(ctx, p.n.schema, withNamespace(p.base, p.n.slotD, p.n.nsD)); err != nil {
