@@ -121,25 +121,6 @@ func testEOSCrashLoop(t *testing.T, b *privateBed, cycles int, eos bool) {
 	t.Logf("exactly-once crash loop: a read_uncommitted reader sees %d records, %d of them in aborted transactions", len(all), len(all)-rep.Deliveries)
 }
 
-// verifyCommitted checks the fixture's outbox against its topics read as
-// a read_committed consumer reads them.
-func (b *privateBed) verifyCommitted(t *testing.T, f *fixture) verify.Report {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	events, err := verify.Outbox(ctx, f.admin, verify.OutboxQuery{
-		Table: f.name + ".outbox", IDColumn: "id", KeyColumn: "aggregateid", OrderBy: "ord",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deliveries, err := verify.TopicsCommitted(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.KafkaBrokers, f.topicNames(faultTopics), "id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return verify.Check(events, deliveries)
-}
-
 // consoleCount reads the topics with Kafka's own console consumer
 // (--isolation-level read_committed) and requires every event id exactly
 // once, want in all.

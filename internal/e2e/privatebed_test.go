@@ -203,6 +203,20 @@ func (f *fixture) topicNames(aggTypes []string) []string {
 // own accounting of duplicates.
 func (b *privateBed) verifyOutbox(t *testing.T, f *fixture) (verify.Report, []verify.Event, []verify.Delivery) {
 	t.Helper()
+	return b.verifyWith(t, f, verify.Topics)
+}
+
+// verifyCommitted checks the fixture's outbox against its topics read as
+// a read_committed consumer reads them.
+func (b *privateBed) verifyCommitted(t *testing.T, f *fixture) verify.Report {
+	t.Helper()
+	rep, _, _ := b.verifyWith(t, f, verify.TopicsCommitted)
+	return rep
+}
+
+// verifyWith is verifyOutbox with the topics read by read.
+func (b *privateBed) verifyWith(t *testing.T, f *fixture, read func(context.Context, *kafka.Dialer, string, []string, string) ([]verify.Delivery, error)) (verify.Report, []verify.Event, []verify.Delivery) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	events, err := verify.Outbox(ctx, f.admin, verify.OutboxQuery{
@@ -211,7 +225,7 @@ func (b *privateBed) verifyOutbox(t *testing.T, f *fixture) (verify.Report, []ve
 	if err != nil {
 		t.Fatal(err)
 	}
-	deliveries, err := verify.Topics(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.KafkaBrokers, f.topicNames(faultTopics), "id")
+	deliveries, err := read(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.KafkaBrokers, f.topicNames(faultTopics), "id")
 	if err != nil {
 		t.Fatal(err)
 	}
