@@ -2,12 +2,17 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test unit build bench bench-relay soak soak-messages soak-eos bench-eos cutover shadow down image-test alerts-test
+.PHONY: demo test lint unit build bench bench-relay soak soak-messages soak-eos bench-eos cutover shadow down image-test alerts-test
 demo:
 	scripts/demo
 
 test:
 	scripts/test
+
+# go vet and staticcheck (pinned in scripts/lint, installed once into
+# ~/.cache/outboxrelay); make test runs it first.
+lint:
+	scripts/lint
 
 # Unit tests only: service tests skip with a line saying how to run them.
 unit:

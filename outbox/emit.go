@@ -150,6 +150,7 @@ func (e *Emitter) content(i int, ev *Event) ([]byte, error) {
 		return nil, fmt.Errorf("AggregateID (%s) is empty: a message needs a key", o.KeyColumn)
 	}
 	if ev.Payload == nil {
+		//lint:ignore ST1005 the message starts with the Event field's name
 		return nil, fmt.Errorf("Payload (%s) is nil: a message needs a payload", o.PayloadColumn)
 	}
 	if ev.ID == "" {
@@ -160,6 +161,7 @@ func (e *Emitter) content(i int, ev *Event) ([]byte, error) {
 		return nil, err
 	}
 	if bytes.Equal(bytes.TrimSpace(payload), []byte("null")) {
+		//lint:ignore ST1005 the message starts with the Event field's name
 		return nil, fmt.Errorf("Payload (%s) is JSON null (a nil pointer, or the bytes null): Debezium's decoder leaves a null member out and the EventRouter then fails on the message; give the event a payload", o.PayloadColumn)
 	}
 	for _, own := range []string{o.IDColumn, o.RouteColumn, o.KeyColumn, o.PayloadColumn} {

@@ -130,6 +130,8 @@ func errorClass(err error) string {
 
 // deepestTyped returns the deepest error in err's tree whose type is not
 // from package fmt or errors, and its depth; the first one found wins a tie.
+//
+//lint:ignore ST1008 the error is the result, not a failure of the call
 func deepestTyped(err error, depth int) (error, int) {
 	var best error
 	bestDepth := -1

@@ -1,6 +1,7 @@
--- The outbox table, PostgreSQL 13 to 17 (on 18, outbox_pg18.sql uses the
--- built-in uuidv7()). Services insert one row here in the same transaction
--- as their business change; outboxrelay publishes each inserted row to Kafka.
+-- The outbox table, PostgreSQL 13 to 17 (on 18, `outboxrelay sql` prints it
+-- with the built-in uuidv7() in place of outbox_uuidv7(): sql.Outbox in
+-- sql/sql.go). Services insert one row here in the same transaction as their
+-- business change; outboxrelay publishes each inserted row to Kafka.
 --
 -- Ids are time-ordered UUIDs (version 7: 48 bits of Unix milliseconds, then
 -- random bits from the built-in gen_random_uuid()), so new keys land at the

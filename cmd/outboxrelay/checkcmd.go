@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/check"
@@ -14,25 +12,17 @@ import (
 // runCheck is `outboxrelay check`: the flags of run, then internal/check
 // with the configuration run would use.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("check", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	path := fl.String("config", "", "connector JSON file, as for run")
-	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, as for run")
-	timeout := fl.Duration("timeout", time.Minute, "give up on the checks after this long")
-	shadow := shadowFlags(fl)
-	if err := fl.Parse(args); err != nil {
-		return usageError{err}
+	flags := newCommandFlags("check", stderr)
+	timeout := flags.fl.Duration("timeout", time.Minute, "give up on the checks after this long")
+	if err := flags.parse(args); err != nil {
+		return err
 	}
-	if *path == "" {
-		return usageError{errors.New("check: --config is required, e.g. outboxrelay check --config connector.json")}
-	}
-	// Config warnings go to stderr as text; the checks themselves to stdout.
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := loadConfig(*path, *brokers, log)
+	log := warnLog(stderr)
+	cfg, err := flags.load(log)
 	if err != nil {
 		return err
 	}
-	set, producer, err := build(cfg, shadow.prefix(), log)
+	set, producer, err := build(cfg, flags.prefix(), log)
 	if err != nil {
 		return usageError{errors.New(cfg.Scrub(err.Error()))}
 	}

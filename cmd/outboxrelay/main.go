@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -107,26 +106,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
-	fl := flag.NewFlagSet("run", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	path := fl.String("config", "", "connector JSON file (Kafka Connect's {\"name\",\"config\"} or the bare config map)")
-	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, host:port[,host:port]; else bootstrap.servers in the file, else $KAFKA_BOOTSTRAP_SERVERS")
+	flags := newCommandFlags("run", stderr)
+	fl := flags.fl
 	logFormat := fl.String("log-format", "json", "log format: json or text")
 	logLevel := fl.String("log-level", "info", "log level: debug, info, warn or error")
 	httpAddr := fl.String("http-addr", "", "serve /metrics, /healthz and /readyz on this address, e.g. :8080; empty (the default): no HTTP server")
-	shadow := shadowFlags(fl)
-	if err := fl.Parse(args); err != nil {
-		return usageError{err}
-	}
-	if *path == "" {
-		return usageError{errors.New("run: --config is required, e.g. outboxrelay run --config connector.json")}
+	if err := flags.parse(args); err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return usageError{err}
 	}
 
-	cfg, err := loadConfig(*path, *brokers, log)
+	cfg, err := flags.load(log)
 	if err != nil {
 		return err
 	}
@@ -137,7 +130,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return errors.New(cfg.Scrub(err.Error()))
 	}
-	set, producer, err := build(cfg, shadow.prefix(), log)
+	set, producer, err := build(cfg, flags.prefix(), log)
 	if err != nil {
 		return usageError{scrub(err)}
 	}
@@ -337,25 +330,4 @@ func goWait(f func()) func() {
 		f()
 	}()
 	return func() { <-done }
-}
-
-// shadowOptions are the flags of a shadow run (run, check, verify).
-type shadowOptions struct {
-	on  *bool
-	pfx *string
-}
-
-func shadowFlags(fl *flag.FlagSet) shadowOptions {
-	return shadowOptions{
-		on:  fl.Bool("shadow", false, "a shadow run beside the live Debezium connector of the same file: slot <slot.name>_shadow, offsets topic "+setup.ShadowOffsetsTopic+", every topic under --shadow-prefix, no writes to the database"),
-		pfx: fl.String("shadow-prefix", "shadow.", "with --shadow: the prefix of every topic the shadow run writes"),
-	}
-}
-
-// prefix is the shadow topic prefix, or "" without --shadow.
-func (o shadowOptions) prefix() string {
-	if !*o.on {
-		return ""
-	}
-	return *o.pfx
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"regexp"
@@ -286,15 +285,6 @@ func TestFailover(t *testing.T) {
 		t.Errorf("the standby's log does not say it took over")
 	}
 }
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func testLog(t *testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(testWriter{t}, nil)) }
 
 // TestJanitorInRelay: with outbox.retention.ms set, the running relay
 // publishes both rows and then deletes the one older than the retention;

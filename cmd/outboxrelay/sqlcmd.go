@@ -22,7 +22,10 @@ func printSQL(args []string, stdout, stderr io.Writer) error {
 	if err := fl.Parse(args); err != nil {
 		return usageError{err}
 	}
-	files := []string{"", "role.sql", "publication.sql", "cleanup.sql", "processed_events.sql"}
+	if *pgVersion < 13 {
+		return usageError{fmt.Errorf("sql: --pg-version %d: outboxrelay needs PostgreSQL 13 or newer", *pgVersion)}
+	}
+	files := []string{"outbox.sql", "role.sql", "publication.sql", "cleanup.sql", "processed_events.sql"}
 	switch *mode {
 	case "logical":
 	case "poll":
@@ -30,23 +33,22 @@ func printSQL(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("sql: --mode %q: write logical or poll", *mode)}
 	}
-	outbox := "outbox.sql"
-	switch {
-	case *pgVersion >= 18:
-		outbox = "outbox_pg18.sql"
-	case *pgVersion >= 13:
-	default:
-		return usageError{fmt.Errorf("sql: --pg-version %d: outboxrelay needs PostgreSQL 13 or newer", *pgVersion)}
-	}
-	if files[0] == "" {
-		files[0] = outbox
-	}
 	for _, name := range files {
-		b, err := fs.ReadFile(ddl.Files, name)
+		text, err := sqlFile(name, *pgVersion)
 		if err != nil {
 			return fmt.Errorf("sql: %w", err)
 		}
-		fmt.Fprintf(stdout, "-- sql/%s\n%s\n", name, b)
+		fmt.Fprintf(stdout, "-- sql/%s\n%s\n", name, text)
 	}
 	return nil
+}
+
+// sqlFile is one file of sql/; the outbox table's for the PostgreSQL major
+// (sql.Outbox).
+func sqlFile(name string, pgVersion int) (string, error) {
+	if name == "outbox.sql" {
+		return ddl.Outbox(pgVersion)
+	}
+	b, err := fs.ReadFile(ddl.Files, name)
+	return string(b), err
 }

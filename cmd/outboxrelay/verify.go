@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -20,33 +18,28 @@ import (
 // aggregates saw first deliveries out of commit order. Exit 1 when anything
 // is missing or out of order; duplicates alone are at-least-once delivery.
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	path := fl.String("config", "", "connector JSON file, as for run")
-	brokers := fl.String("kafka-brokers", "", "Kafka bootstrap servers, as for run")
+	flags := newCommandFlags("verify", stderr)
+	fl := flags.fl
 	orderBy := fl.String("order-by", "", "SQL expression increasing with commit order, cast to bigint (default: the rows' commit timestamps; needs track_commit_timestamp=on)")
 	where := fl.String("where", "", "SQL condition selecting the rows to check, e.g. \"created_at > now() - interval '1 hour'\"")
 	emitted := fl.String("emitted", "", "check the events listed in this file (one per line: event id, route value, key, tab-separated; the lines of one key in its commit order) instead of the outbox tables: the events of an outbox without a table (logical decoding messages)")
 	timeout := fl.Duration("timeout", 10*time.Minute, "give up after this long")
-	shadow := shadowFlags(fl)
 	topics := fl.String("topics", "", "with --shadow: the live connector's topics to compare, comma-separated (default: the topics the outbox rows route to)")
-	if err := fl.Parse(args); err != nil {
-		return usageError{err}
+	if err := flags.parse(args); err != nil {
+		return err
 	}
-	if *path == "" {
-		return usageError{errors.New("verify: --config is required, e.g. outboxrelay verify --config connector.json")}
-	}
-	if shadow.prefix() != "" && (*orderBy != "" || *emitted != "") {
+	shadow := flags.prefix()
+	if shadow != "" && (*orderBy != "" || *emitted != "") {
 		return usageError{errors.New("verify --shadow compares the live connector's topics with the shadow run's by event id: --order-by and --emitted do not apply")}
 	}
 	if *topics != "" && *where != "" {
 		return usageError{errors.New("verify --shadow: --where selects the outbox rows whose routes name the topics to compare; with --topics naming them it does not apply: leave one out")}
 	}
-	if shadow.prefix() == "" && *topics != "" {
+	if shadow == "" && *topics != "" {
 		return usageError{errors.New("verify: --topics names the topics of a shadow comparison: add --shadow, or leave it out (verify reads the topics the outbox rows route to)")}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := loadConfig(*path, *brokers, log)
+	log := warnLog(stderr)
+	cfg, err := flags.load(log)
 	if err != nil {
 		return err
 	}
@@ -57,10 +50,10 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError{errors.New(cfg.Scrub(err.Error()))}
 	}
-	if p := shadow.prefix(); p != "" {
+	if shadow != "" {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		return verify.RunShadow(ctx, set, p, *where, textlist.Split(*topics), stdout)
+		return verify.RunShadow(ctx, set, shadow, *where, textlist.Split(*topics), stdout)
 	}
 	opt := verify.Options{OrderBy: *orderBy, Where: *where}
 	if *emitted != "" {

@@ -58,47 +58,27 @@ func TestConformance(t *testing.T) {
 	}
 	pg, brokers := testbed.Postgres(t), testbed.KafkaBrokers(t)
 	root := repoRoot(t)
-	cases, err := LoadCases(filepath.Join(root, "testdata", "conformance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pick *regexp.Regexp
-	if s := os.Getenv(EnvCases); s != "" {
-		pick = regexp.MustCompile(s)
-	}
 	version := serverVersion(t, pg)
-	var selected []*Case
-	for _, c := range cases {
-		if (mode == "all" || c.CI) && (pick == nil || pick.MatchString(c.ID)) {
-			if c.Messages() && version < 140000 {
-				t.Logf("%s: not run on server_version_num %d: pgoutput sends logical decoding messages from PostgreSQL 14 on", c.ID, version)
-				continue
-			}
-			selected = append(selected, c)
+	selected, pick := selectCases(t, root, mode, func(c *Case) bool {
+		if c.Messages() && version < 140000 {
+			t.Logf("%s: not run on server_version_num %d: pgoutput sends logical decoding messages from PostgreSQL 14 on", c.ID, version)
+			return false
 		}
-	}
-	if len(selected) == 0 {
-		t.Fatalf("no case selected (mode %q, %s=%q)", mode, EnvCases, os.Getenv(EnvCases))
-	}
+		return true
+	})
 	parallel := 3
 	if s := os.Getenv(EnvParallel); s != "" {
-		if parallel, err = strconv.Atoi(s); err != nil || parallel < 1 {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
 			t.Fatalf("%s=%q: want a positive number", EnvParallel, s)
 		}
+		parallel = n
 	}
 
 	t0 := time.Now()
 	connectURL, connectInfo := startConnect(t, root)
 	work := t.TempDir()
-	bin := os.Getenv(EnvRelayBin)
-	if bin == "" {
-		bin = filepath.Join(work, "outboxrelay")
-		build := exec.Command("go", "build", "-o", bin, "github.com/outboxrelay/outboxrelay/cmd/outboxrelay")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building outboxrelay: %v\n%s", err, out)
-		}
-	}
+	bin := relayBinary(t, root, work)
 	env := &Env{
 		PGURL: pg, Brokers: brokers, ConnectURL: connectURL, RelayBin: bin, Root: root,
 		RunID:   strconv.FormatInt(time.Now().UnixNano()/1e6%(36*36*36*36*36), 36),
@@ -106,22 +86,7 @@ func TestConformance(t *testing.T) {
 		Logf: t.Logf,
 	}
 
-	verdicts := make([]*Verdict, len(selected))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, c := range selected {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			idx, _ := strconv.Atoi(strings.SplitN(c.ID, "-", 2)[0])
-			verdicts[i] = env.Run(ctx, c, idx)
-		}()
-	}
-	wg.Wait()
+	verdicts := runCases(env, selected, parallel, AgainstDebezium)
 	elapsed := time.Since(t0)
 
 	var report bytes.Buffer
@@ -158,6 +123,70 @@ func TestConformance(t *testing.T) {
 			t.Errorf("%s: undocumented difference: %s", v.Case.ID, p)
 		}
 	}
+}
+
+// selectCases loads the cases of testdata/conformance and returns those of
+// the run's mode (every case for "all", else those marked `-- ci: yes`)
+// that EnvCases picks and keep accepts, with EnvCases' expression (nil when
+// unset); it fails the test when none is left.
+func selectCases(t *testing.T, root, mode string, keep func(*Case) bool) ([]*Case, *regexp.Regexp) {
+	t.Helper()
+	cases, err := LoadCases(filepath.Join(root, "testdata", "conformance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pick *regexp.Regexp
+	if s := os.Getenv(EnvCases); s != "" {
+		pick = regexp.MustCompile(s)
+	}
+	var selected []*Case
+	for _, c := range cases {
+		if (mode == "all" || c.CI) && (pick == nil || pick.MatchString(c.ID)) && keep(c) {
+			selected = append(selected, c)
+		}
+	}
+	if len(selected) == 0 {
+		t.Fatalf("no case selected (mode %q, %s=%q)", mode, EnvCases, os.Getenv(EnvCases))
+	}
+	return selected, pick
+}
+
+// relayBinary is EnvRelayBin, or an outboxrelay built from this tree into
+// work.
+func relayBinary(t *testing.T, root, work string) string {
+	t.Helper()
+	if bin := os.Getenv(EnvRelayBin); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(work, "outboxrelay")
+	build := exec.Command("go", "build", "-o", bin, "github.com/outboxrelay/outboxrelay/cmd/outboxrelay")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building outboxrelay: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runCases runs the cases in mode, parallel at a time, each within 5
+// minutes, and returns their verdicts in the cases' order.
+func runCases(env *Env, cases []*Case, parallel int, mode Mode) []*Verdict {
+	verdicts := make([]*Verdict, len(cases))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			idx, _ := strconv.Atoi(strings.SplitN(c.ID, "-", 2)[0])
+			verdicts[i] = env.Run(ctx, c, idx, mode)
+		}()
+	}
+	wg.Wait()
+	return verdicts
 }
 
 // serverVersion is the bed's server_version_num.

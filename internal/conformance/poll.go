@@ -3,13 +3,11 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Poll mode against logical mode: the same case runs through two
@@ -42,26 +40,17 @@ func PollComparable(c *Case) bool {
 	return !rowChanges.MatchString(c.Setup)
 }
 
-// RunPoll runs one case in logical and in poll mode and compares.
-func (e *Env) RunPoll(ctx context.Context, c *Case, idx int) *Verdict {
-	n := e.names(idx)
-	logical, polled, err := e.runPoll(ctx, c, n)
-	if err != nil {
-		return &Verdict{Case: c, Err: err, Debezium: len(logical), Relay: len(polled)}
-	}
-	return ComparePoll(c, logical, polled)
+// pollPair is outboxrelay in logical mode (the reference) against
+// outboxrelay in poll mode on the same schema.
+type pollPair struct {
+	*caseRun
+	logical, polled *relayProc
 }
 
-func (e *Env) runPoll(ctx context.Context, c *Case, n names) (logical, polled []Record, err error) {
-	admin, err := pgx.Connect(ctx, e.PGURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
-	}
-	defer admin.Close(context.Background())
-	defer e.cleanup(admin, n)
-	if err := e.prepare(ctx, admin, c, n); err != nil {
-		return nil, nil, err
-	}
+func (p *pollPair) namespaces() (ref, got string) { return p.n.nsR, p.n.nsD }
+
+func (p *pollPair) start(ctx context.Context) error {
+	e, c, n := p.e, p.c, p.n
 	// Every table of the schema gets the dispatched column and an order
 	// column, and the role may set the first. The order column is a
 	// bigserial: the fixture's time-ordered ids are ordered only to the
@@ -72,92 +61,49 @@ func (e *Env) runPoll(ctx context.Context, c *Case, n names) (logical, polled []
 		END LOOP; END$$`, n.schema),
 		fmt.Sprintf("GRANT UPDATE ON ALL TABLES IN SCHEMA %s TO debezium", n.schema)}
 	for _, s := range prep {
-		if _, err := admin.Exec(ctx, s); err != nil {
-			return nil, nil, fmt.Errorf("preparing %s for poll mode: %s: %w", c.ID, firstLine(s), err)
+		if _, err := p.admin.Exec(ctx, s); err != nil {
+			return fmt.Errorf("preparing %s for poll mode: %s: %w", c.ID, firstLine(s), err)
 		}
 	}
-	base, err := e.connectorConfig(c, n)
+	lr, err := e.startRelay(c, n, withNamespace(p.base, n.slotR, n.nsR), "_logical")
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	lr, err := e.startRelay(c, n, withNamespace(base, n.slotR, n.nsR), "_logical")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer lr.stop()
-	pcfg := withNamespace(base, n.slotD, n.nsD)
+	p.logical = lr
+	pcfg := withNamespace(p.base, n.slotD, n.nsD)
 	pcfg["outbox.capture.mode"] = "poll"
 	pcfg["outbox.poll.interval.ms"] = "100"
 	pcfg["outbox.poll.order.column"] = "poll_seq"
 	pr, err := e.startRelay(c, n, pcfg, "_poll")
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	defer pr.stop()
-	if err := e.waitSlotStreaming(ctx, admin, n.slotR, lr); err != nil {
-		return nil, nil, err
-	}
-	if err := runSteps(ctx, e.PGURL, n.schema, c, nil); err != nil {
-		return nil, nil, err
-	}
-	return e.readBoth(ctx, c, n, lr, pr)
+	p.polled = pr
+	return e.waitStreaming(ctx, p.admin, []string{n.slotR}, p)
 }
 
-// readBoth reads the two namespaces until both have the case's records and
-// then stayed quiet, or the timeout passed.
-func (e *Env) readBoth(ctx context.Context, c *Case, n names, lr, pr *relayProc) (logical, polled []Record, err error) {
-	deadline := time.Now().Add(e.Timeout)
-	var quietUntil time.Time
-	for {
-		if logical, err = readNamespace(ctx, e.Brokers, n.nsR); err != nil {
-			return nil, nil, err
-		}
-		if polled, err = readNamespace(ctx, e.Brokers, n.nsD); err != nil {
-			return nil, nil, err
-		}
-		now := time.Now()
-		if quietUntil.IsZero() && len(logical) >= c.Records && len(polled) >= c.Records {
-			quietUntil = now.Add(e.Quiet)
-		}
-		if (!quietUntil.IsZero() && now.After(quietUntil)) || (quietUntil.IsZero() && now.After(deadline)) {
-			return logical, polled, nil
-		}
-		for _, p := range []*relayProc{lr, pr} {
-			if p.exited() {
-				return logical, polled, fmt.Errorf("outboxrelay exited: %s", p.tail())
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+// restart is not for this pair: PollComparable leaves out the cases that
+// restart.
+func (p *pollPair) restart(context.Context, int) error {
+	return errors.New("poll mode against logical mode runs no restarts")
 }
 
-// waitSlotStreaming waits until a walsender streams from slot.
-func (e *Env) waitSlotStreaming(ctx context.Context, admin *pgx.Conn, slot string, relay *relayProc) error {
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		var active int
-		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid
-			WHERE s.slot_name = $1 AND r.state = 'streaming'`, slot).Scan(&active)
-		if err != nil {
-			return err
+func (p *pollPair) failed(_ context.Context, logicalShort, polledShort bool) error {
+	for _, side := range []struct {
+		short bool
+		relay *relayProc
+	}{{logicalShort, p.logical}, {polledShort, p.polled}} {
+		if side.short && side.relay != nil && side.relay.exited() {
+			return fmt.Errorf("outboxrelay exited: %s", side.relay.tail())
 		}
-		if active == 1 {
-			return nil
-		}
-		if relay.exited() {
-			return fmt.Errorf("outboxrelay exited before streaming: %s", relay.tail())
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("slot %s not streaming after 90 s", slot)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+	}
+	return nil
+}
+
+func (p *pollPair) stop() {
+	for _, r := range []*relayProc{p.polled, p.logical} {
+		if r != nil {
+			r.stop()
 		}
 	}
 }

@@ -1,14 +1,8 @@
 package conformance
 
 import (
-	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,54 +20,14 @@ func TestConformancePoll(t *testing.T) {
 	}
 	pg, brokers := testbed.Postgres(t), testbed.KafkaBrokers(t)
 	root := repoRoot(t)
-	cases, err := LoadCases(filepath.Join(root, "testdata", "conformance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pick *regexp.Regexp
-	if s := os.Getenv(EnvCases); s != "" {
-		pick = regexp.MustCompile(s)
-	}
-	var selected []*Case
-	for _, c := range cases {
-		if (mode == "all" || c.CI) && (pick == nil || pick.MatchString(c.ID)) && PollComparable(c) {
-			selected = append(selected, c)
-		}
-	}
-	if len(selected) == 0 {
-		t.Fatalf("no case selected (mode %q, %s=%q)", mode, EnvCases, os.Getenv(EnvCases))
-	}
+	selected, _ := selectCases(t, root, mode, PollComparable)
 	work := t.TempDir()
-	bin := os.Getenv(EnvRelayBin)
-	if bin == "" {
-		bin = filepath.Join(work, "outboxrelay")
-		build := exec.Command("go", "build", "-o", bin, "github.com/outboxrelay/outboxrelay/cmd/outboxrelay")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building outboxrelay: %v\n%s", err, out)
-		}
-	}
 	env := &Env{
-		PGURL: pg, Brokers: brokers, RelayBin: bin, Root: root,
+		PGURL: pg, Brokers: brokers, RelayBin: relayBinary(t, root, work), Root: root,
 		RunID:   "p" + strconv.FormatInt(time.Now().UnixNano()/1e6%(36*36*36*36), 36),
 		WorkDir: work, Timeout: 60 * time.Second, Quiet: 1500 * time.Millisecond, Logf: t.Logf,
 	}
-	verdicts := make([]*Verdict, len(selected))
-	sem := make(chan struct{}, 3)
-	var wg sync.WaitGroup
-	for i, c := range selected {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			idx, _ := strconv.Atoi(strings.SplitN(c.ID, "-", 2)[0])
-			verdicts[i] = env.RunPoll(ctx, c, idx)
-		}()
-	}
-	wg.Wait()
+	verdicts := runCases(env, selected, 3, PollAgainstLogical)
 	for _, v := range verdicts {
 		t.Logf("%-34s %-12s logical %d records, poll %d", v.Case.ID, v.Summary(), v.Debezium, v.Relay)
 		if v.Err != nil {

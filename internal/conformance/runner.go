@@ -47,17 +47,73 @@ func (e *Env) names(idx int) names {
 	return names{schema: s, pub: s, slotD: s + "_dbz", slotR: s + "_rly", nsD: s + ".dbz.", nsR: s + ".rly."}
 }
 
-// Run runs one case through both and compares the records.
-func (e *Env) Run(ctx context.Context, c *Case, idx int) *Verdict {
-	n := e.names(idx)
-	dbz, rly, err := e.run(ctx, c, n)
-	if err != nil {
-		return &Verdict{Case: c, Err: err, Debezium: len(dbz), Relay: len(rly)}
-	}
-	return Compare(c, dbz, rly)
+// Mode is what a run compares a case's outboxrelay records against.
+type Mode int
+
+const (
+	// AgainstDebezium runs Debezium's connector on the Connect worker and
+	// outboxrelay in logical mode, and compares with Compare.
+	AgainstDebezium Mode = iota
+	// PollAgainstLogical runs outboxrelay in logical and in poll mode on
+	// one schema, and compares with ComparePoll (see poll.go); no Debezium.
+	PollAgainstLogical
+)
+
+// pair is the two sides of one mode: a reference and the side under test,
+// each writing into a topic namespace of its own.
+type pair interface {
+	// namespaces are the reference's and the tested side's topic prefixes.
+	namespaces() (ref, got string)
+	// start starts both sides on the prepared schema and waits until they
+	// stream.
+	start(ctx context.Context) error
+	// restart stops both sides once each has records records and starts
+	// them again (a case's restart step).
+	restart(ctx context.Context, records int) error
+	// failed returns why a side stopped, looking at the reference when
+	// refShort and at the tested side when gotShort; nil while both run.
+	failed(ctx context.Context, refShort, gotShort bool) error
+	// stop stops what start started.
+	stop()
 }
 
-func (e *Env) run(ctx context.Context, c *Case, n names) (dbz, rly []Record, err error) {
+// caseRun is one case on the bed: its names, the admin connection and the
+// connector config both sides start from.
+type caseRun struct {
+	e     *Env
+	c     *Case
+	n     names
+	admin *pgx.Conn
+	base  map[string]any
+}
+
+func (m Mode) pair(r *caseRun) pair {
+	if m == PollAgainstLogical {
+		return &pollPair{caseRun: r}
+	}
+	return &debeziumPair{caseRun: r}
+}
+
+// compare checks the tested side's records against the reference's.
+func (m Mode) compare(c *Case, ref, got []Record) *Verdict {
+	if m == PollAgainstLogical {
+		return ComparePoll(c, ref, got)
+	}
+	return Compare(c, ref, got)
+}
+
+// Run runs one case through both sides of mode and compares the records.
+// In the Verdict, Debezium counts the reference's records and Relay the
+// tested side's.
+func (e *Env) Run(ctx context.Context, c *Case, idx int, mode Mode) *Verdict {
+	ref, got, err := e.run(ctx, c, e.names(idx), mode)
+	if err != nil {
+		return &Verdict{Case: c, Err: err, Debezium: len(ref), Relay: len(got)}
+	}
+	return mode.compare(c, ref, got)
+}
+
+func (e *Env) run(ctx context.Context, c *Case, n names, mode Mode) (ref, got []Record, err error) {
 	admin, err := pgx.Connect(ctx, e.PGURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
@@ -72,66 +128,94 @@ func (e *Env) run(ctx context.Context, c *Case, n names) (dbz, rly []Record, err
 	if err != nil {
 		return nil, nil, err
 	}
-
-	// Debezium: one connector on the shared worker.
-	dcfg := withNamespace(base, n.slotD, n.nsD)
-	if err := e.createConnector(ctx, n.schema, dcfg); err != nil {
+	p := mode.pair(&caseRun{e: e, c: c, n: n, admin: admin, base: base})
+	defer p.stop()
+	if err := p.start(ctx); err != nil {
 		return nil, nil, err
 	}
-	defer e.deleteConnector(n.schema)
-
-	// outboxrelay: its own process on its own slot.
-	relay, err := e.startRelay(c, n, withNamespace(base, n.slotR, n.nsR), "")
-	if err != nil {
+	if err := runSteps(ctx, e.PGURL, n.schema, c, p.restart); err != nil {
 		return nil, nil, err
 	}
-	defer func() { relay.stop() }() // the relay of the last restart
+	return e.collect(ctx, p, c.Records)
+}
 
-	if err := e.waitStreaming(ctx, admin, n, relay); err != nil {
-		return nil, nil, err
-	}
-	restarts := 0
-	restart := func(ctx context.Context, records int) error {
-		restarts++
-		rcfg := withNamespace(base, n.slotR, n.nsR)
-		relay, err = e.restart(ctx, admin, c, n, relay, rcfg, fmt.Sprintf("-restart%d", restarts), records)
+// debeziumPair is Debezium (the reference: one connector on the shared
+// worker) against outboxrelay (its own process on its own slot).
+type debeziumPair struct {
+	*caseRun
+	connector bool // created: stop deletes it
+	relay     *relayProc
+	restarts  int
+}
+
+func (p *debeziumPair) namespaces() (ref, got string) { return p.n.nsD, p.n.nsR }
+
+func (p *debeziumPair) start(ctx context.Context) error {
+	if err := p.e.createConnector(ctx, p.n.schema, withNamespace(p.base, p.n.slotD, p.n.nsD)); err != nil {
 		return err
 	}
-	if err := runSteps(ctx, e.PGURL, n.schema, c, restart); err != nil {
-		return nil, nil, err
+	p.connector = true
+	relay, err := p.e.startRelay(p.c, p.n, withNamespace(p.base, p.n.slotR, p.n.nsR), "")
+	if err != nil {
+		return err
 	}
-	return e.collect(ctx, c, n, relay, c.Records)
+	p.relay = relay
+	return p.e.waitStreaming(ctx, p.admin, []string{p.n.slotD, p.n.slotR}, p)
+}
+
+func (p *debeziumPair) failed(ctx context.Context, dbzShort, relayShort bool) error {
+	if relayShort && p.relay != nil && p.relay.exited() {
+		return fmt.Errorf("outboxrelay exited: %s", p.relay.tail())
+	}
+	if dbzShort {
+		if trace := p.e.taskFailure(ctx, p.n.schema); trace != "" {
+			//lint:ignore ST1005 Debezium is a name
+			return fmt.Errorf("Debezium's task failed: %s", trace)
+		}
+	}
+	return nil
+}
+
+// stop stops the relay of the last restart, then deletes the connector.
+func (p *debeziumPair) stop() {
+	if p.relay != nil {
+		p.relay.stop()
+	}
+	if p.connector {
+		p.e.deleteConnector(p.n.schema)
+	}
 }
 
 // restart waits until each side has records records, stops both (the
 // connector with Connect's stop API, which commits its offsets; outboxrelay
-// with SIGTERM), starts them again and waits until both stream. It returns
-// the new relay process.
-func (e *Env) restart(ctx context.Context, admin *pgx.Conn, c *Case, n names, relay *relayProc, cfg map[string]any, tag string, records int) (*relayProc, error) {
-	dbz, rly, err := e.collect(ctx, c, n, relay, records)
+// with SIGTERM), starts them again and waits until both stream.
+func (p *debeziumPair) restart(ctx context.Context, records int) error {
+	e, c, n := p.e, p.c, p.n
+	dbz, rly, err := e.collect(ctx, p, records)
 	if err != nil {
-		return relay, err
+		return err
 	}
 	if len(dbz) < records || len(rly) < records {
-		return relay, fmt.Errorf("%s: before the restart, Debezium has %d records and outboxrelay %d; want %d each", c.ID, len(dbz), len(rly), records)
+		return fmt.Errorf("%s: before the restart, Debezium has %d records and outboxrelay %d; want %d each", c.ID, len(dbz), len(rly), records)
 	}
 	if err := e.connectorState(ctx, n.schema, "stop", "STOPPED"); err != nil {
-		return relay, err
+		return err
 	}
-	relay.stop()
-	started, err := e.startRelay(c, n, cfg, tag)
+	p.relay.stop()
+	p.restarts++
+	started, err := e.startRelay(c, n, withNamespace(p.base, n.slotR, n.nsR), fmt.Sprintf("-restart%d", p.restarts))
 	if err != nil {
-		return relay, err // the stopped one: stopping it again is harmless
+		return err // p.relay is the stopped one: stopping it again is harmless
 	}
-	relay = started
+	p.relay = started
 	if err := e.connectorState(ctx, n.schema, "resume", "RUNNING"); err != nil {
-		return relay, err
+		return err
 	}
-	if err := e.waitStreaming(ctx, admin, n, relay); err != nil {
-		return relay, err
+	if err := e.waitStreaming(ctx, p.admin, []string{n.slotD, n.slotR}, p); err != nil {
+		return err
 	}
 	e.Logf("%s: both sides stopped after %d records each and streaming again", c.ID, records)
-	return relay, nil
+	return nil
 }
 
 // connectorState sends PUT /connectors/name/<verb> and waits until the
@@ -163,23 +247,22 @@ func (e *Env) connectorState(ctx context.Context, name, verb, state string) erro
 	}
 }
 
-// collect reads both sides' topics until each has the case's records and
+// collect reads both sides' topics until each has records records and
 // then Quiet more (for records that should not be there), or until
 // Timeout; it stops early when either side failed.
-func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc, records int) (dbz, rly []Record, err error) {
+func (e *Env) collect(ctx context.Context, p pair, records int) (ref, got []Record, err error) {
+	refNS, gotNS := p.namespaces()
 	deadline := time.Now().Add(e.Timeout)
 	var quietUntil time.Time
 	for {
-		dbz, err = readNamespace(ctx, e.Brokers, n.nsD)
-		if err != nil {
+		if ref, err = readNamespace(ctx, e.Brokers, refNS); err != nil {
 			return nil, nil, err
 		}
-		rly, err = readNamespace(ctx, e.Brokers, n.nsR)
-		if err != nil {
+		if got, err = readNamespace(ctx, e.Brokers, gotNS); err != nil {
 			return nil, nil, err
 		}
 		now := time.Now()
-		if quietUntil.IsZero() && len(dbz) >= records && len(rly) >= records {
+		if quietUntil.IsZero() && len(ref) >= records && len(got) >= records {
 			quietUntil = now.Add(e.Quiet)
 		}
 		if !quietUntil.IsZero() && now.After(quietUntil) {
@@ -188,11 +271,8 @@ func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc, r
 		if quietUntil.IsZero() && now.After(deadline) {
 			break // Compare reports the missing records
 		}
-		if relay.exited() {
-			return dbz, rly, fmt.Errorf("outboxrelay exited: %s", relay.tail())
-		}
-		if trace := e.taskFailure(ctx, n.schema); trace != "" {
-			return dbz, rly, fmt.Errorf("Debezium's task failed: %s", trace)
+		if err := p.failed(ctx, true, true); err != nil {
+			return ref, got, err
 		}
 		select {
 		case <-ctx.Done():
@@ -200,15 +280,11 @@ func (e *Env) collect(ctx context.Context, c *Case, n names, relay *relayProc, r
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if len(dbz) < records {
-		if trace := e.taskFailure(ctx, n.schema); trace != "" {
-			return dbz, rly, fmt.Errorf("Debezium's task failed: %s", trace)
-		}
+	// A side that is short by the deadline: its failure, when it failed.
+	if err := p.failed(ctx, len(ref) < records, len(got) < records); err != nil {
+		return ref, got, err
 	}
-	if len(rly) < records && relay.exited() {
-		return dbz, rly, fmt.Errorf("outboxrelay exited: %s", relay.tail())
-	}
-	return dbz, rly, nil
+	return ref, got, nil
 }
 
 // prepare makes the case's schema: the fixture's outbox table (unless
@@ -478,8 +554,9 @@ func (p *relayProc) tail() string {
 
 // ------------------------------------------------------------- PostgreSQL
 
-// waitStreaming waits until a walsender streams from each side's slot.
-func (e *Env) waitStreaming(ctx context.Context, admin *pgx.Conn, n names, relay *relayProc) error {
+// waitStreaming waits until a walsender streams from each of slots, or a
+// side of p failed.
+func (e *Env) waitStreaming(ctx context.Context, admin *pgx.Conn, slots []string, p pair) error {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var active int
@@ -488,21 +565,18 @@ func (e *Env) waitStreaming(ctx context.Context, admin *pgx.Conn, n names, relay
 		// then starts streaming on another: rows written in between are
 		// skipped as already seen. So wait for a walsender that streams.
 		err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid
-			WHERE s.slot_name IN ($1, $2) AND r.state = 'streaming'`, n.slotD, n.slotR).Scan(&active)
+			WHERE s.slot_name = ANY($1) AND r.state = 'streaming'`, slots).Scan(&active)
 		if err != nil {
 			return err
 		}
-		if active == 2 {
+		if active == len(slots) {
 			return nil
 		}
-		if relay.exited() {
-			return fmt.Errorf("outboxrelay exited before streaming: %s", relay.tail())
-		}
-		if trace := e.taskFailure(ctx, n.schema); trace != "" {
-			return fmt.Errorf("Debezium's task failed before streaming: %s", trace)
+		if err := p.failed(ctx, true, true); err != nil {
+			return fmt.Errorf("before streaming: %w", err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("slots %s and %s not both streaming after 90 s", n.slotD, n.slotR)
+			return fmt.Errorf("slots %s not all streaming after 90 s", strings.Join(slots, ", "))
 		}
 		select {
 		case <-ctx.Done():
@@ -513,7 +587,7 @@ func (e *Env) waitStreaming(ctx context.Context, admin *pgx.Conn, n names, relay
 }
 
 // runSteps runs the case's run section, each chunk on its session;
-// restart runs the restart steps (nil: the case has none).
+// restart runs the restart steps.
 func runSteps(ctx context.Context, dsn, schema string, c *Case, restart func(context.Context, int) error) error {
 	conns := make([]*pgx.Conn, c.Sessions())
 	defer func() {
@@ -535,9 +609,6 @@ func runSteps(ctx context.Context, dsn, schema string, c *Case, restart func(con
 	}
 	for i, s := range c.Steps {
 		if s.Restart > 0 {
-			if restart == nil {
-				return fmt.Errorf("%s: run chunk %d restarts, which this run cannot", c.ID, i+1)
-			}
 			if err := restart(ctx, s.Restart); err != nil {
 				return fmt.Errorf("%s: restart after %d records: %w", c.ID, s.Restart, err)
 			}

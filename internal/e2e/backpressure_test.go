@@ -19,7 +19,7 @@ func testKafkaPausedBigRecords(t *testing.T, b *privateBed) {
 	f := b.newFixture(t, "bigpause")
 	testbed.Exec(t, f.admin, `ALTER SYSTEM SET wal_sender_timeout = '2s'`, `SELECT pg_reload_conf()`)
 	t.Cleanup(func() {
-		conn := b.connect(t)
+		conn := b.Connect(t)
 		testbed.Exec(t, conn, `ALTER SYSTEM RESET wal_sender_timeout`, `SELECT pg_reload_conf()`)
 	})
 	cfg := b.config(t, f, map[string]string{"buffer.memory": "1048576", "max.request.size": "262144"})
@@ -27,7 +27,7 @@ func testKafkaPausedBigRecords(t *testing.T, b *privateBed) {
 	f.waitStreaming(t)
 	before := walsenderPID(t, f)
 
-	resume := pauseBroker(t, b)
+	resume := b.PauseKafka(t)
 	// 4 MiB of outbox rows, 20 KiB each, one transaction per row: four
 	// times buffer.memory.
 	const rows, pad = 200, 20 << 10

@@ -568,7 +568,7 @@ func TestBadInputSlotHeld(t *testing.T) {
 func TestBadInputWALLevel(t *testing.T) {
 	t.Parallel()
 	testbed.KafkaBrokers(t)
-	port := privateCluster(t, "wal_level = replica")
+	port := testbed.StartPrivateCluster(t, "wal_level = replica").Port
 	f := &fixture{name: fmt.Sprintf("e2e_wallevel_%d_%d", time.Now().UnixNano()%1e12, nameSeq.Add(1))}
 	r := startRelay(t, f.config(t, map[string]string{
 		"database.hostname": "127.0.0.1",

@@ -18,7 +18,7 @@ import (
 func TestCheckWALLevelReplica(t *testing.T) {
 	t.Parallel()
 	brokers := testbed.KafkaBrokers(t)
-	port := privateCluster(t, "wal_level = replica")
+	port := testbed.StartPrivateCluster(t, "wal_level = replica").Port
 	f := &fixture{name: fmt.Sprintf("e2e_checkwal_%d_%d", time.Now().UnixNano()%1e12, nameSeq.Add(1))}
 	cfg := f.config(t, map[string]string{
 		"database.hostname": "127.0.0.1",

@@ -287,7 +287,7 @@ func startConnectDistributed(t *testing.T, f *fixture, offsetsTopic string, flus
 		}
 	})
 	out := w.script(t, "up")
-	w.url = parseExports(out)["OUTBOXRELAY_DEBEZIUM_URL"]
+	w.url = testbed.ParseExports(out)["OUTBOXRELAY_DEBEZIUM_URL"]
 	if w.url == "" {
 		t.Fatalf("scripts/debezium up printed no OUTBOXRELAY_DEBEZIUM_URL:\n%s", out)
 	}

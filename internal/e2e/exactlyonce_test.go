@@ -114,30 +114,11 @@ func testEOSCrashLoop(t *testing.T, b *privateBed, cycles int, eos bool) {
 	// read_uncommitted reader (kafka-go's fetch) does see.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	all, err := verify.Topics(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.brokers, f.topicNames(faultTopics), "id")
+	all, err := verify.Topics(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.KafkaBrokers, f.topicNames(faultTopics), "id")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("exactly-once crash loop: a read_uncommitted reader sees %d records, %d of them in aborted transactions", len(all), len(all)-rep.Deliveries)
-}
-
-// verifyCommitted checks the fixture's outbox against its topics read as
-// a read_committed consumer reads them.
-func (b *privateBed) verifyCommitted(t *testing.T, f *fixture) verify.Report {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	events, err := verify.Outbox(ctx, f.admin, verify.OutboxQuery{
-		Table: f.name + ".outbox", IDColumn: "id", KeyColumn: "aggregateid", OrderBy: "ord",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deliveries, err := verify.TopicsCommitted(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.brokers, f.topicNames(faultTopics), "id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return verify.Check(events, deliveries)
 }
 
 // consoleCount reads the topics with Kafka's own console consumer
@@ -147,7 +128,7 @@ func (b *privateBed) consoleCount(t *testing.T, f *fixture, want int) {
 	t.Helper()
 	seen := map[string]int{}
 	for _, topic := range f.topicNames(faultTopics) {
-		out, err := b.devenv("consume", topic, "--isolation-level", "read_committed", "--timeout-ms", "15000")
+		out, err := b.Devenv("consume", topic, "--isolation-level", "read_committed", "--timeout-ms", "15000")
 		if err != nil && !strings.Contains(err.Error(), "TimeoutException") {
 			t.Fatalf("console consumer on %s: %v", topic, err) // its reason, not only a short count
 		}
@@ -244,9 +225,9 @@ func testEOSBrokerRestart(t *testing.T, b *privateBed) {
 	f.waitStreaming(t)
 	l := startFaultLoad(t, b, f, faultRate(t))
 	time.Sleep(3 * time.Second)
-	b.killKafka(t)
+	b.KillKafka(t)
 	time.Sleep(3 * time.Second)
-	took := b.upKafka(t)
+	took := b.UpKafka(t)
 	time.Sleep(5 * time.Second)
 	stats := l.finish(t)
 	target := walLSN(t, f.admin)

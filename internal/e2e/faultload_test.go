@@ -105,14 +105,14 @@ func faultInsert(f *fixture) string {
 func startFaultLoadSQL(t *testing.T, b *privateBed, f *fixture, rate int, insert string) *faultLoad {
 	t.Helper()
 	l := &faultLoad{
-		url:    b.pgURL,
+		url:    b.PostgresURL,
 		rate:   rate,
 		insert: insert,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 		stats:  faultLoadStats{commits: map[int64]capture.LSN{}},
 	}
-	conn := b.connect(t) // the first connection must work
+	conn := b.Connect(t) // the first connection must work
 	go l.run(conn)
 	t.Cleanup(l.halt)
 	return l

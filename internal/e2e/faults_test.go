@@ -234,7 +234,7 @@ func testKafkaOutage(t *testing.T, b *privateBed, outage time.Duration) {
 	time.Sleep(10 * time.Second)
 
 	killed := time.Now()
-	pid := b.killKafka(t)
+	pid := b.KillKafka(t)
 	// Acknowledgements that came before the kill are confirmed within a
 	// status interval (1 s); after that the position must stand still.
 	time.Sleep(3 * time.Second)
@@ -256,7 +256,7 @@ func testKafkaOutage(t *testing.T, b *privateBed, outage time.Duration) {
 	}
 	retained := walLSN(t, f.admin) - base
 	restarting := time.Now()
-	upTook := b.upKafka(t)
+	upTook := b.UpKafka(t)
 	back := time.Now()
 	walBack := walLSN(t, f.admin)
 	if _, ok := waitConfirmedPast(t, f, base, 2*time.Minute); !ok {
@@ -310,9 +310,9 @@ func testPostgresRestart(t *testing.T, b *privateBed, restarts int) {
 	l := startFaultLoad(t, b, f, faultRate(t))
 	for i := range restarts {
 		time.Sleep(5 * time.Second)
-		took := b.restartPostgres(t)
+		took := b.RestartPostgres(t)
 		back := time.Now()
-		f.admin = b.connect(t) // the old connection went with the server
+		f.admin = b.Connect(t) // the old connection went with the server
 		wal := walLSN(t, f.admin)
 		waitWalsender(t, f, 0, time.Minute)
 		streaming := time.Since(back)
@@ -338,7 +338,7 @@ func testWalsenderTerminated(t *testing.T, b *privateBed, times int) {
 	f.waitStreaming(t)
 	l := startFaultLoad(t, b, f, faultRate(t))
 	bulk := []string{f.topic("bulk")}
-	writer := b.connect(t)
+	writer := b.Connect(t)
 	// A first bulk row creates the topic, so the burst streams into it
 	// from its first record.
 	testbed.Exec(t, writer, fmt.Sprintf(`INSERT INTO %s.outbox (aggregatetype, aggregateid, ord, payload) VALUES ('bulk', 'bulk-warm-up', 0, '{}')`, f.name))
@@ -482,7 +482,7 @@ func waitEndOffsets(t *testing.T, b *privateBed, topics []string) map[partitionK
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ends, err := endOffsets(context.Background(), b.brokers, topics)
+		ends, err := endOffsets(context.Background(), b.KafkaBrokers, topics)
 		if err == nil {
 			return ends
 		}

@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -27,7 +24,7 @@ func testMetricsWhileKafkaPaused(t *testing.T, b *privateBed) {
 	time.Sleep(2 * time.Second)
 	before := metric(t, addr, "outboxrelay_replication_lag_bytes")
 
-	resume := pauseBroker(t, b)
+	resume := b.PauseKafka(t)
 	paused := time.Now()
 	waitMetric(t, addr, "outboxrelay_replication_lag_bytes", 30*time.Second, func(v float64) bool { return v > before+256<<10 })
 	rising := metric(t, addr, "outboxrelay_replication_lag_bytes")
@@ -44,38 +41,6 @@ func testMetricsWhileKafkaPaused(t *testing.T, b *privateBed) {
 	requireComplete(t, "Kafka paused", rep)
 	t.Logf("Kafka paused: lag %.0f KiB before, %.0f KiB while paused; /readyz 503 after %s, 200 again %s after resuming; then the lag fell under 64 KiB; %s",
 		before/1024, rising/1024, notReady.Round(100*time.Millisecond), ready.Round(100*time.Millisecond), rep)
-}
-
-// pauseBroker stops the private broker with SIGSTOP and returns the
-// function that resumes it (SIGCONT), which Cleanup also calls.
-func pauseBroker(t *testing.T, b *privateBed) (resume func()) {
-	t.Helper()
-	pid := brokerPID(t, b)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("pausing the broker: %v", err)
-	}
-	resumed := false
-	resume = func() {
-		if !resumed {
-			resumed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume)
-	return resume
-}
-
-func brokerPID(t *testing.T, b *privateBed) int {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(b.dir, "kafka", "pid"))
-	if err != nil {
-		t.Fatalf("reading the private broker's pid: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatalf("the private broker's pid: %v", err)
-	}
-	return pid
 }
 
 func waitStatus(t *testing.T, addr, path string, want int, timeout time.Duration) {

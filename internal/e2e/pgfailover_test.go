@@ -25,7 +25,7 @@ import (
 // SQL, streams from a physical slot the primary lists in
 // synchronized_standby_slots, and runs with sync_replication_slots = on.
 type pgPair struct {
-	primary, standby privatePG
+	primary, standby testbed.PrivateCluster
 }
 
 const standbySlot = "standby1"
@@ -35,18 +35,18 @@ func startPair(t *testing.T) pgPair {
 	if v, _ := strconv.Atoi(os.Getenv(testbed.EnvPostgresVersion)); v < 17 {
 		t.Skipf("skipping: failover slots need PostgreSQL 17+; the bed runs %q (%s)", os.Getenv(testbed.EnvPostgresVersion), testbed.EnvPostgresVersion)
 	}
-	p := pgPair{primary: startPrivatePG(t, "wal_level = logical\nmax_wal_senders = 10\nmax_replication_slots = 10\nwal_keep_size = '128MB'")}
-	admin := pairConn(t, p.primary.port)
+	p := pgPair{primary: testbed.StartPrivateCluster(t, "wal_level = logical\nmax_wal_senders = 10\nmax_replication_slots = 10\nwal_keep_size = '128MB'")}
+	admin := pairConn(t, p.primary.Port)
 	pgExec(t, admin, `SELECT pg_create_physical_replication_slot('`+standbySlot+`', true)`,
 		`ALTER SYSTEM SET synchronized_standby_slots = '`+standbySlot+`'`, `SELECT pg_reload_conf()`)
 	p.standby = baseBackup(t, p.primary, admin)
 	// The copy of the primary's synchronized_standby_slots would make the
 	// promoted standby's walsenders wait for a standby it does not have.
 	conf := fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%d user=postgres dbname=postgres application_name=standby1'\n"+
-		"primary_slot_name = '%s'\nhot_standby = on\nhot_standby_feedback = on\nsync_replication_slots = on\nsynchronized_standby_slots = ''\n", p.primary.port, standbySlot)
-	appendFile(t, filepath.Join(p.standby.data, "postgresql.auto.conf"), conf)
-	appendFile(t, filepath.Join(p.standby.data, "standby.signal"), "")
-	p.standby.port = p.standby.start(t)
+		"primary_slot_name = '%s'\nhot_standby = on\nhot_standby_feedback = on\nsync_replication_slots = on\nsynchronized_standby_slots = ''\n", p.primary.Port, standbySlot)
+	appendFile(t, filepath.Join(p.standby.Data, "postgresql.auto.conf"), conf)
+	appendFile(t, filepath.Join(p.standby.Data, "standby.signal"), "")
+	p.standby.Port = p.standby.Start(t)
 	waitFor(t, "the standby to stream from the primary", 60*time.Second, func() bool {
 		var n int
 		_ = admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming'`).Scan(&n)
@@ -57,7 +57,7 @@ func startPair(t *testing.T) pgPair {
 
 // baseBackup copies the primary's data directory between pg_backup_start
 // and pg_backup_stop, as PostgreSQL's docs describe a low-level backup.
-func baseBackup(t *testing.T, primary privatePG, admin *pgx.Conn) privatePG {
+func baseBackup(t *testing.T, primary testbed.PrivateCluster, admin *pgx.Conn) testbed.PrivateCluster {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := admin.Exec(ctx, `SELECT pg_backup_start('outboxrelay-standby', true)`); err != nil {
@@ -71,20 +71,20 @@ func baseBackup(t *testing.T, primary privatePG, admin *pgx.Conn) privatePG {
 	if out, err := osexec.Command("chown", "postgres:", dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown %s: %v\n%s", dir, err, out)
 	}
-	asPostgres(t, "cp", "-a", primary.data, filepath.Join(dir, "data"))
+	testbed.AsPostgres(t, "cp", "-a", primary.Data, filepath.Join(dir, "data"))
 	var label string
 	if err := admin.QueryRow(ctx, `SELECT labelfile FROM pg_backup_stop(true)`).Scan(&label); err != nil {
 		t.Fatal(err)
 	}
-	sb := privatePG{dir: dir, data: filepath.Join(dir, "data"), bin: primary.bin}
+	sb := testbed.PrivateCluster{Dir: dir, Data: filepath.Join(dir, "data"), Bin: primary.Bin}
 	for _, f := range []string{"postmaster.pid", "postmaster.opts"} {
-		os.Remove(filepath.Join(sb.data, f))
+		os.Remove(filepath.Join(sb.Data, f))
 	}
-	entries, _ := os.ReadDir(filepath.Join(sb.data, "pg_replslot"))
+	entries, _ := os.ReadDir(filepath.Join(sb.Data, "pg_replslot"))
 	for _, e := range entries {
-		os.RemoveAll(filepath.Join(sb.data, "pg_replslot", e.Name()))
+		os.RemoveAll(filepath.Join(sb.Data, "pg_replslot", e.Name()))
 	}
-	appendFile(t, filepath.Join(sb.data, "backup_label"), label)
+	appendFile(t, filepath.Join(sb.Data, "backup_label"), label)
 	if out, err := osexec.Command("chown", "-R", "postgres:", dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown %s: %v\n%s", dir, err, out)
 	}
@@ -141,7 +141,7 @@ func (p pgPair) config(t *testing.T, name string, extra map[string]string) strin
 	t.Helper()
 	c := map[string]string{
 		"connector.class":   "io.debezium.connector.postgresql.PostgresConnector",
-		"database.hostname": "127.0.0.1,127.0.0.1", "database.port": fmt.Sprintf("%d,%d", p.primary.port, p.standby.port),
+		"database.hostname": "127.0.0.1,127.0.0.1", "database.port": fmt.Sprintf("%d,%d", p.primary.Port, p.standby.Port),
 		"database.user": "postgres", "database.dbname": "postgres", "database.sslmode": "disable", "plugin.name": "pgoutput",
 		"slot.name": name, "publication.name": name, "publication.autocreate.mode": "disabled",
 		"table.include.list": `public\.outbox`, "snapshot.mode": "no_data", "topic.prefix": name,
@@ -210,7 +210,7 @@ func loadPrimary(admin *pgx.Conn, stop <-chan struct{}) (ids func() []int64) {
 // killPrimary SIGKILLs the primary's postmaster, as a crashed host.
 func (p pgPair) killPrimary(t *testing.T) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(p.primary.data, "postmaster.pid"))
+	b, err := os.ReadFile(filepath.Join(p.primary.Data, "postmaster.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func (p pgPair) killPrimary(t *testing.T) {
 
 func (p pgPair) promote(t *testing.T) time.Time {
 	t.Helper()
-	asPostgres(t, filepath.Join(p.standby.bin, "pg_ctl"), "-D", p.standby.data, "-w", "-t", "60", "promote")
+	testbed.AsPostgres(t, filepath.Join(p.standby.Bin, "pg_ctl"), "-D", p.standby.Data, "-w", "-t", "60", "promote")
 	return time.Now()
 }
 
@@ -275,12 +275,12 @@ func missing(t *testing.T, conn *pgx.Conn, topic string, timeout time.Duration) 
 // primary and skipped what was committed in between.
 func TestFailoverSynchronizedSlot(t *testing.T) {
 	p := startPair(t)
-	admin := pairConn(t, p.primary.port)
+	admin := pairConn(t, p.primary.Port)
 	name := fmt.Sprintf("fo_%d", time.Now().UnixNano()%1e9)
 	p.outbox(t, admin, name)
 	cfg := p.config(t, name, map[string]string{"slot.failover": "true"})
 	r := startRelay(t, cfg)
-	standby := pairConn(t, p.standby.port)
+	standby := pairConn(t, p.standby.Port)
 	waitFor(t, "the standby's synchronized copy of the slot", 90*time.Second, func() bool {
 		var synced bool
 		_ = standby.QueryRow(context.Background(), `SELECT synced FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&synced)
@@ -294,7 +294,7 @@ func TestFailoverSynchronizedSlot(t *testing.T) {
 		_ = conn.QueryRow(context.Background(), `SELECT (confirmed_flush_lsn - '0/0')::bigint FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&lsn)
 		return lsn
 	}
-	watch := pairConn(t, p.primary.port) // admin is the loader's from here on
+	watch := pairConn(t, p.primary.Port) // admin is the loader's from here on
 	stop := make(chan struct{})
 	ids := loadPrimary(admin, stop)
 	time.Sleep(3 * time.Second)
@@ -341,16 +341,16 @@ func TestFailoverSynchronizedSlot(t *testing.T) {
 // missing.
 func TestFailoverWithoutFailoverSlot(t *testing.T) {
 	p := startPair(t)
-	admin := pairConn(t, p.primary.port)
+	admin := pairConn(t, p.primary.Port)
 	name := fmt.Sprintf("nofo_%d", time.Now().UnixNano()%1e9)
 	p.outbox(t, admin, name)
 	// With slot synchronization off on the standby, check (asked about
 	// slot.failover) says so and how to fix it.
-	standby := pairConn(t, p.standby.port)
+	standby := pairConn(t, p.standby.Port)
 	pgExec(t, standby, `ALTER SYSTEM SET sync_replication_slots = off`, `SELECT pg_reload_conf()`)
 	time.Sleep(500 * time.Millisecond)
 	out, code := runCheck(t, p.config(t, name, map[string]string{"slot.failover": "true"}))
-	want := fmt.Sprintf("✗ standby 127.0.0.1:%d/postgres sync_replication_slots: off\n    fix: ALTER SYSTEM SET sync_replication_slots = on; SELECT pg_reload_conf();", p.standby.port)
+	want := fmt.Sprintf("✗ standby 127.0.0.1:%d/postgres sync_replication_slots: off\n    fix: ALTER SYSTEM SET sync_replication_slots = on; SELECT pg_reload_conf();", p.standby.Port)
 	if code == 0 || !strings.Contains(out, want) {
 		t.Errorf("check with sync_replication_slots off on the standby: exit %d; want the line\n%s\nin:\n%s", code, want, out)
 	}

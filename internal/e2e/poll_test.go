@@ -89,7 +89,7 @@ func runCheck(t *testing.T, cfg string) (string, int) {
 // lower id than rows already dispatched is still published.
 func TestPollNoReplication(t *testing.T) {
 	t.Parallel()
-	port := privateCluster(t, "wal_level = replica")
+	port := testbed.StartPrivateCluster(t, "wal_level = replica").Port
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port))
 	if err != nil {
@@ -138,7 +138,7 @@ func TestPollNoReplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startRelay(t, cfg)
-	recs := f.consume(t, f.topic("order"), 20, 60*time.Second, time.Second)
+	f.consume(t, f.topic("order"), 20, 60*time.Second, time.Second)
 	waitDispatched(t, admin, f, 30*time.Second)
 
 	// A row committed late: its id is lower than rows inserted and
@@ -164,7 +164,7 @@ func TestPollNoReplication(t *testing.T) {
 	if err := late.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	recs = f.consume(t, f.topic("order"), 26, 60*time.Second, time.Second)
+	recs := f.consume(t, f.topic("order"), 26, 60*time.Second, time.Second)
 	waitDispatched(t, admin, f, 30*time.Second)
 	counts := countIDs(recs)
 	if len(recs) != 26 || len(counts) != 26 || counts[lateID] != 1 {

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -9,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,199 +20,16 @@ import (
 
 // privateBed is a second PostgreSQL and Kafka that only the fault tests
 // use: they kill its broker and restart its server, which the shared bed's
-// other tests must never see. It is `scripts/devenv up` with its own
-// OUTBOXRELAY_DEVENV_DIR, so it runs on other free ports.
+// other tests must never see (testbed.PrivateBed). Its methods here are the
+// fault tests' fixture, relay and verification on that bed.
 type privateBed struct {
-	dir     string // its OUTBOXRELAY_DEVENV_DIR
-	script  string // scripts/devenv
-	pgURL   string // superuser DSN
-	brokers string
-	// kafkaDown: killKafka ran and upKafka did not yet; the tests run one
-	// after the other, so only the running test touches it.
-	kafkaDown bool
+	*testbed.PrivateBed
 }
 
-// startPrivateBed brings a private bed up and registers `down` (and the
-// removal of its directory, kept when the test failed, for its logs). It
-// follows the shared bed's rule: skipped when the shared bed's variables
-// are unset, failed instead under OUTBOXRELAY_REQUIRE_SERVICES=1.
+// startPrivateBed brings a private bed up (testbed.StartPrivateBed).
 func startPrivateBed(t *testing.T) *privateBed {
 	t.Helper()
-	testbed.Postgres(t)
-	testbed.KafkaBrokers(t)
-	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "devenv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "outboxrelay-faultbed-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &privateBed{dir: dir, script: script}
-	t.Cleanup(func() {
-		if _, err := b.devenv("down"); err != nil {
-			t.Errorf("stopping the private bed in %s: %v", dir, err)
-		}
-		if t.Failed() {
-			t.Logf("private bed kept in %s (postgres log pg/postgres.log, kafka log kafka/kafka.log)", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
-	started := time.Now()
-	out, err := b.devenv("up")
-	if err != nil {
-		t.Fatalf("starting the private bed in %s: %v", dir, err)
-	}
-	env := parseExports(out)
-	b.pgURL, b.brokers = env[testbed.EnvPostgresURL], env[testbed.EnvKafkaBrokers]
-	if b.pgURL == "" || b.brokers == "" {
-		t.Fatalf("`scripts/devenv up` in %s printed no %s or %s:\n%s", dir, testbed.EnvPostgresURL, testbed.EnvKafkaBrokers, out)
-	}
-	t.Logf("private bed up in %s: PostgreSQL %s, Kafka %s (%s)", time.Since(started).Round(time.Second), b.pgURL, b.brokers, dir)
-	return b
-}
-
-// devenv runs scripts/devenv on the private bed and returns its stdout;
-// the error carries its stderr.
-func (b *privateBed) devenv(args ...string) (string, error) {
-	cmd := exec.Command(b.script, args...)
-	cmd.Env = append(os.Environ(), "OUTBOXRELAY_DEVENV_DIR="+b.dir)
-	// The shared bed's PostgreSQL major, not devenv's default.
-	if v := os.Getenv(testbed.EnvPostgresVersion); v != "" {
-		cmd.Env = append(cmd.Env, "OUTBOXRELAY_PG_VERSION="+v)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// A server it starts must not keep our pipes open forever.
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("scripts/devenv %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-// parseExports reads `export NAME='value'` lines.
-func parseExports(out string) map[string]string {
-	env := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		kv, ok := strings.CutPrefix(strings.TrimSpace(line), "export ")
-		if !ok {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if ok {
-			env[k] = strings.Trim(v, "'")
-		}
-	}
-	return env
-}
-
-// killKafka kills the private broker with SIGKILL and waits until it is
-// gone; it returns the pid it killed. Should the test end before upKafka,
-// cleanup starts the broker again for the next test.
-func (b *privateBed) killKafka(t *testing.T) int {
-	t.Helper()
-	b.kafkaDown = true
-	t.Cleanup(func() {
-		if !b.kafkaDown {
-			return
-		}
-		if _, err := b.devenv("up"); err != nil {
-			t.Errorf("clean-up: restarting the private broker: %v", err)
-			return
-		}
-		b.kafkaDown = false
-	})
-	raw, err := os.ReadFile(filepath.Join(b.dir, "kafka", "pid"))
-	if err != nil {
-		t.Fatalf("reading the private broker's pid: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatalf("the private broker's pid file holds %q: %v", raw, err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("killing the private broker (pid %d): %v", pid, err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for processRuns(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the private broker (pid %d) still runs 10 s after SIGKILL", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return pid
-}
-
-// processRuns reports whether pid runs and is not a zombie.
-func processRuns(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// upKafka restarts the private broker with `scripts/devenv up`, on its old
-// ports, and returns how long that took.
-func (b *privateBed) upKafka(t *testing.T) time.Duration {
-	t.Helper()
-	started := time.Now()
-	out, err := b.devenv("up")
-	if err != nil {
-		t.Fatalf("restarting the private broker: %v", err)
-	}
-	b.kafkaDown = false
-	if got := parseExports(out)[testbed.EnvKafkaBrokers]; got != b.brokers {
-		t.Fatalf("the private broker came back on %s, not on its old address %s", got, b.brokers)
-	}
-	return time.Since(started)
-}
-
-// restartPostgres restarts the private server with `pg_ctl -m fast
-// restart` (every connection is terminated, the server shuts down cleanly
-// and starts again) and returns how long pg_ctl took.
-func (b *privateBed) restartPostgres(t *testing.T) time.Duration {
-	t.Helper()
-	data := filepath.Join(b.dir, "pg", "data")
-	pidFile, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
-	if err != nil {
-		t.Fatalf("reading the private server's postmaster.pid: %v", err)
-	}
-	postmaster, _, _ := strings.Cut(string(pidFile), "\n")
-	// The running server's own binary: pg_ctl of the same installation.
-	exe, err := os.Readlink("/proc/" + strings.TrimSpace(postmaster) + "/exe")
-	if err != nil {
-		t.Fatalf("finding the private server's binary: %v", err)
-	}
-	cmd := exec.Command("runuser", "-u", "postgres", "--", filepath.Join(filepath.Dir(exe), "pg_ctl"),
-		"-D", data, "-l", filepath.Join(b.dir, "pg", "postgres.log"), "-m", "fast", "-w", "-t", "60", "restart")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 10 * time.Second
-	started := time.Now()
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("pg_ctl restart: %v\n%s", err, out.String())
-	}
-	return time.Since(started)
-}
-
-// connect opens a superuser connection to the private server, closed at
-// the end of the test.
-func (b *privateBed) connect(t *testing.T) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, b.pgURL)
-	if err != nil {
-		t.Fatalf("connecting to the private PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
+	return &privateBed{testbed.StartPrivateBed(t)}
 }
 
 // faultTopics are the aggregate types the fault load and burst route to.
@@ -227,7 +41,7 @@ var faultTopics = []string{"order", "customer", "bulk"}
 // end, so that the next test's walsender does not share the server with it.
 func (b *privateBed) newFixture(t *testing.T, short string) *fixture {
 	t.Helper()
-	f := &fixture{admin: b.connect(t), name: fmt.Sprintf("fault_%s_%d", short, time.Now().UnixNano()%1e9)}
+	f := &fixture{admin: b.Connect(t), name: fmt.Sprintf("fault_%s_%d", short, time.Now().UnixNano()%1e9)}
 	testbed.Exec(t, f.admin,
 		`CREATE SCHEMA `+f.name,
 		`CREATE TABLE `+f.name+`.outbox (id bigserial PRIMARY KEY, aggregatetype text NOT NULL, aggregateid text NOT NULL, type text NOT NULL DEFAULT 'e', ord bigint NOT NULL, payload jsonb)`,
@@ -238,7 +52,7 @@ func (b *privateBed) newFixture(t *testing.T, short string) *fixture {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, b.pgURL) // f.admin may be one a restart broke
+		conn, err := pgx.Connect(ctx, b.PostgresURL) // f.admin may be one a restart broke
 		if err != nil {
 			t.Logf("clean-up: connecting to the private PostgreSQL: %v", err)
 			return
@@ -260,27 +74,16 @@ func (b *privateBed) newFixture(t *testing.T, short string) *fixture {
 // with topics of 3 partitions, so that aggregates share partitions.
 func (b *privateBed) config(t *testing.T, f *fixture, extra ...map[string]string) string {
 	t.Helper()
-	host, port, err := hostPort(b.pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, port := b.PostgresHostPort(t)
 	m := map[string]string{
 		"database.hostname":                 host,
-		"database.port":                     port,
+		"database.port":                     strconv.Itoa(port),
 		"topic.creation.default.partitions": "3",
 	}
 	for _, e := range extra {
 		maps.Copy(m, e)
 	}
 	return f.config(t, m)
-}
-
-func hostPort(dsn string) (string, string, error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return "", "", fmt.Errorf("parsing the private bed's DSN: %w", err)
-	}
-	return cfg.Host, strconv.Itoa(int(cfg.Port)), nil
 }
 
 // logFile is a file in the test's temporary directory that every relay of
@@ -303,7 +106,7 @@ func (b *privateBed) startRelay(t *testing.T, cfg string, log *os.File, extraArg
 	if relayBinary == "" {
 		t.Fatal("the relay binary was not built (TestMain builds it only when the bed's variables are set)")
 	}
-	args := append([]string{"run", "--config", cfg, "--kafka-brokers", b.brokers, "--log-format", "text"}, extraArgs...)
+	args := append([]string{"run", "--config", cfg, "--kafka-brokers", b.KafkaBrokers, "--log-format", "text"}, extraArgs...)
 	cmd := exec.Command(relayBinary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -400,6 +203,20 @@ func (f *fixture) topicNames(aggTypes []string) []string {
 // own accounting of duplicates.
 func (b *privateBed) verifyOutbox(t *testing.T, f *fixture) (verify.Report, []verify.Event, []verify.Delivery) {
 	t.Helper()
+	return b.verifyWith(t, f, verify.Topics)
+}
+
+// verifyCommitted checks the fixture's outbox against its topics read as
+// a read_committed consumer reads them.
+func (b *privateBed) verifyCommitted(t *testing.T, f *fixture) verify.Report {
+	t.Helper()
+	rep, _, _ := b.verifyWith(t, f, verify.TopicsCommitted)
+	return rep
+}
+
+// verifyWith is verifyOutbox with the topics read by read.
+func (b *privateBed) verifyWith(t *testing.T, f *fixture, read func(context.Context, *kafka.Dialer, string, []string, string) ([]verify.Delivery, error)) (verify.Report, []verify.Event, []verify.Delivery) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	events, err := verify.Outbox(ctx, f.admin, verify.OutboxQuery{
@@ -408,7 +225,7 @@ func (b *privateBed) verifyOutbox(t *testing.T, f *fixture) (verify.Report, []ve
 	if err != nil {
 		t.Fatal(err)
 	}
-	deliveries, err := verify.Topics(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.brokers, f.topicNames(faultTopics), "id")
+	deliveries, err := read(ctx, &kafka.Dialer{Timeout: 10 * time.Second}, b.KafkaBrokers, f.topicNames(faultTopics), "id")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func readRecords(b *Batch, rr protocol.RecordReader) error {
 			return err
 		}
 		for _, h := range r.Headers {
-			rec.Headers = append(rec.Headers, Header{Key: h.Key, Value: h.Value})
+			rec.Headers = append(rec.Headers, Header(h))
 		}
 		b.LastOffsetDelta = rec.OffsetDelta
 		b.Records = append(b.Records, rec)

@@ -26,6 +26,7 @@ const ShadowSlotSuffix = "_shadow"
 // changed, for the start-up log.
 func (s *Setup) Shadow(prefix string, log *slog.Logger) ([]string, error) {
 	if prefix == "" || strings.ContainsAny(prefix, "$\\") {
+		//lint:ignore ST1005 the final '.' is the example prefix's own (shadow.)
 		return nil, fmt.Errorf("--shadow %q: write a topic prefix of letters, digits, '.', '_' or '-', e.g. shadow.", prefix)
 	}
 	if s.Poll.Poll() {

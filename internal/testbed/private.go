@@ -25,6 +25,9 @@ type PrivateBed struct {
 	PostgresURL  string // superuser DSN
 	KafkaBrokers string
 	script       string
+	// kafkaDown: KillKafka ran and UpKafka did not yet; the tests using a
+	// bed run one after the other, so only the running test touches it.
+	kafkaDown bool
 }
 
 // StartPrivateBed brings a private bed up and registers its `down` (and
@@ -45,7 +48,7 @@ func StartPrivateBed(t testing.TB) *PrivateBed {
 	}
 	b := &PrivateBed{Dir: dir, script: script}
 	t.Cleanup(func() {
-		if _, err := b.devenv("down"); err != nil {
+		if _, err := b.Devenv("down"); err != nil {
 			t.Errorf("stopping the private bed in %s: %v", dir, err)
 		}
 		if t.Failed() {
@@ -54,25 +57,36 @@ func StartPrivateBed(t testing.TB) *PrivateBed {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	out, err := b.devenv("up")
+	started := time.Now()
+	out, err := b.Devenv("up")
 	if err != nil {
 		t.Fatalf("starting the private bed in %s: %v", dir, err)
 	}
-	for _, line := range strings.Split(out, "\n") {
-		kv, _ := strings.CutPrefix(strings.TrimSpace(line), "export ")
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case EnvPostgresURL:
-			b.PostgresURL = strings.Trim(v, "'")
-		case EnvKafkaBrokers:
-			b.KafkaBrokers = strings.Trim(v, "'")
-		}
-	}
+	env := ParseExports(out)
+	b.PostgresURL, b.KafkaBrokers = env[EnvPostgresURL], env[EnvKafkaBrokers]
 	if b.PostgresURL == "" || b.KafkaBrokers == "" {
 		t.Fatalf("`scripts/devenv up` in %s printed no %s or %s:\n%s", dir, EnvPostgresURL, EnvKafkaBrokers, out)
 	}
 	b.checkOwnBroker(t)
+	t.Logf("private bed up in %s: PostgreSQL %s, Kafka %s (%s)", time.Since(started).Round(time.Second), b.PostgresURL, b.KafkaBrokers, dir)
 	return b
+}
+
+// ParseExports reads the `export NAME='value'` lines scripts/devenv and
+// scripts/debezium print.
+func ParseExports(out string) map[string]string {
+	env := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		kv, ok := strings.CutPrefix(strings.TrimSpace(line), "export ")
+		if !ok {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			env[k] = strings.Trim(v, "'")
+		}
+	}
+	return env
 }
 
 // checkOwnBroker fails the test unless the private broker's process
@@ -152,11 +166,15 @@ func devenvScript() (string, error) {
 	}
 }
 
-// devenv runs scripts/devenv on the private bed and returns its stdout;
+// Devenv runs scripts/devenv on the private bed and returns its stdout;
 // the error carries its stderr.
-func (b *PrivateBed) devenv(args ...string) (string, error) {
+func (b *PrivateBed) Devenv(args ...string) (string, error) {
 	cmd := exec.Command(b.script, args...)
 	cmd.Env = append(os.Environ(), "OUTBOXRELAY_DEVENV_DIR="+b.Dir)
+	// The shared bed's PostgreSQL major, not devenv's default.
+	if v := os.Getenv(EnvPostgresVersion); v != "" {
+		cmd.Env = append(cmd.Env, "OUTBOXRELAY_PG_VERSION="+v)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 10 * time.Second // a server it starts must not hold our pipes
@@ -232,4 +250,90 @@ func waitStopped(t testing.TB, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("the private broker (pid %d) is in state %s 10 s after SIGSTOP, want T (stopped)", pid, state)
+}
+
+// KillKafka kills the private broker with SIGKILL and waits until it is
+// gone; it returns the pid it killed. Should the test end before UpKafka,
+// Cleanup starts the broker again for the next test.
+func (b *PrivateBed) KillKafka(t testing.TB) int {
+	t.Helper()
+	b.kafkaDown = true
+	t.Cleanup(func() {
+		if !b.kafkaDown {
+			return
+		}
+		if _, err := b.Devenv("up"); err != nil {
+			t.Errorf("clean-up: restarting the private broker: %v", err)
+			return
+		}
+		b.kafkaDown = false
+	})
+	pid := b.brokerPID(t)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the private broker (pid %d): %v", pid, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for processRuns(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the private broker (pid %d) still runs 10 s after SIGKILL", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return pid
+}
+
+// processRuns reports whether pid runs and is not a zombie.
+func processRuns(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// UpKafka restarts the private broker with `scripts/devenv up`, on its old
+// port, and returns how long that took.
+func (b *PrivateBed) UpKafka(t testing.TB) time.Duration {
+	t.Helper()
+	started := time.Now()
+	out, err := b.Devenv("up")
+	if err != nil {
+		t.Fatalf("restarting the private broker: %v", err)
+	}
+	b.kafkaDown = false
+	if got := ParseExports(out)[EnvKafkaBrokers]; got != b.KafkaBrokers {
+		t.Fatalf("the private broker came back on %s, not on its old address %s", got, b.KafkaBrokers)
+	}
+	return time.Since(started)
+}
+
+// RestartPostgres restarts the private server with `pg_ctl -m fast
+// restart` (every connection is terminated, the server shuts down cleanly
+// and starts again) and returns how long pg_ctl took.
+func (b *PrivateBed) RestartPostgres(t testing.TB) time.Duration {
+	t.Helper()
+	data := filepath.Join(b.Dir, "pg", "data")
+	pidFile, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		t.Fatalf("reading the private server's postmaster.pid: %v", err)
+	}
+	postmaster, _, _ := strings.Cut(string(pidFile), "\n")
+	// The running server's own binary: pg_ctl of the same installation.
+	exe, err := os.Readlink("/proc/" + strings.TrimSpace(postmaster) + "/exe")
+	if err != nil {
+		t.Fatalf("finding the private server's binary: %v", err)
+	}
+	cmd := exec.Command("runuser", "-u", "postgres", "--", filepath.Join(filepath.Dir(exe), "pg_ctl"),
+		"-D", data, "-l", filepath.Join(b.Dir, "pg", "postgres.log"), "-m", "fast", "-w", "-t", "60", "restart")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 10 * time.Second
+	started := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pg_ctl restart: %v\n%s", err, out.String())
+	}
+	return time.Since(started)
 }

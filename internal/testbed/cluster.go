@@ -1,4 +1,4 @@
-package e2e_test
+package testbed
 
 import (
 	"bytes"
@@ -14,35 +14,27 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
-// privateCluster starts a throwaway PostgreSQL cluster for one test, with
-// conf appended to its postgresql.conf, and returns its port on 127.0.0.1.
-// It is for settings the shared bed cannot take (wal_level needs a
-// restart). It runs as the postgres OS user, as scripts/devenv does, with
-// trust authentication; the cluster is stopped and removed at the end of
-// the test. Without root, a postgres user or the server binaries the test
-// is skipped (failed with OUTBOXRELAY_REQUIRE_SERVICES=1).
-func privateCluster(t *testing.T, conf string) int {
-	t.Helper()
-	return startPrivatePG(t, conf).port
+// PrivateCluster is a throwaway PostgreSQL cluster for one test, for
+// settings the shared bed cannot take (wal_level needs a restart): its port
+// on 127.0.0.1, its directory (owned by the postgres OS user), its data
+// directory and the server binaries.
+type PrivateCluster struct {
+	Port           int
+	Dir, Data, Bin string
 }
 
-// privatePG is a private cluster: its port, its directory (owned by the
-// postgres OS user), its data directory and the server binaries.
-type privatePG struct {
-	port           int
-	dir, data, bin string
-}
-
-// startPrivatePG starts a private cluster (see privateCluster).
-func startPrivatePG(t *testing.T, conf string) privatePG {
+// StartPrivateCluster starts a private cluster with conf appended to its
+// postgresql.conf. It runs as the postgres OS user, as scripts/devenv does,
+// with trust authentication; the cluster is stopped and removed at the end
+// of the test. Without root, a postgres user or the server binaries the
+// test is skipped (failed with OUTBOXRELAY_REQUIRE_SERVICES=1).
+func StartPrivateCluster(t testing.TB, conf string) PrivateCluster {
 	t.Helper()
 	unavailable := func(format string, args ...any) {
 		t.Helper()
-		if testbed.Required() {
+		if Required() {
 			t.Fatalf("a private PostgreSQL cluster: "+format, args...)
 		}
 		t.Skipf("skipping: a private PostgreSQL cluster: "+format, args...)
@@ -62,7 +54,7 @@ func startPrivatePG(t *testing.T, conf string) privatePG {
 	gid, _ := strconv.Atoi(pgUser.Gid)
 
 	// Not t.TempDir: its parent is private to root.
-	dir, err := os.MkdirTemp("", "outboxrelay-e2e-pg-")
+	dir, err := os.MkdirTemp("", "outboxrelay-private-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +63,7 @@ func startPrivatePG(t *testing.T, conf string) privatePG {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
-	asPostgres(t, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+	AsPostgres(t, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
 
 	extra := strings.Join([]string{
 		"listen_addresses = '127.0.0.1'",
@@ -91,19 +83,19 @@ func startPrivatePG(t *testing.T, conf string) privatePG {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg := privatePG{dir: dir, data: data, bin: bin}
-	pg.port = pg.start(t)
+	pg := PrivateCluster{Dir: dir, Data: data, Bin: bin}
+	pg.Port = pg.Start(t)
 	return pg
 }
 
-// start starts the cluster in pg.data on a free port, records the port in
+// Start starts the cluster in pg.Data on a free port, records the port in
 // its postgresql.conf and stops the cluster at the end of the test.
-func (pg privatePG) start(t *testing.T) int {
+func (pg PrivateCluster) Start(t testing.TB) int {
 	t.Helper()
-	data, dir := pg.data, pg.dir
+	data, dir := pg.Data, pg.Dir
 	// The port is found free, released, then bound by the server; an
 	// outgoing connection can take it in between, so try a few.
-	pgCtl := filepath.Join(pg.bin, "pg_ctl")
+	pgCtl := filepath.Join(pg.Bin, "pg_ctl")
 	var port int
 	for attempt := 1; ; attempt++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -139,11 +131,11 @@ func (pg privatePG) start(t *testing.T) int {
 // postgresBinDir is the bed's server binaries (so a private cluster runs
 // the same PostgreSQL major as the bed), else pg_config's bindir or the
 // newest /usr/lib/postgresql/*/bin with a server; "" when there is none.
-func postgresBinDir(t *testing.T) string {
+func postgresBinDir(t testing.TB) string {
 	t.Helper()
-	if d := os.Getenv(testbed.EnvPostgresBinDir); d != "" {
+	if d := os.Getenv(EnvPostgresBinDir); d != "" {
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
-			t.Fatalf("%s=%s: %v", testbed.EnvPostgresBinDir, d, err)
+			t.Fatalf("%s=%s: %v", EnvPostgresBinDir, d, err)
 		}
 		return d
 	}
@@ -167,9 +159,9 @@ func postgresBinDir(t *testing.T) string {
 	return ""
 }
 
-// asPostgres runs a command as the postgres OS user, failing the test
+// AsPostgres runs a command as the postgres OS user, failing the test
 // with its output when it fails or takes over a minute.
-func asPostgres(t *testing.T, name string, args ...string) {
+func AsPostgres(t testing.TB, name string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/internal/setup"
+)
+
+// commandFlags are the flags every command that reads a connector file
+// shares (run, check, verify): --config, --kafka-brokers, --shadow and
+// --shadow-prefix. A command adds its own to fl before parse.
+type commandFlags struct {
+	name         string
+	fl           *flag.FlagSet
+	config       *string
+	brokers      *string
+	shadow       *bool
+	shadowPrefix *string
+}
+
+// newCommandFlags is the flag set of the command name, its errors and
+// usage written to stderr.
+func newCommandFlags(name string, stderr io.Writer) *commandFlags {
+	configDoc, brokersDoc := "connector JSON file, as for run", "Kafka bootstrap servers, as for run"
+	if name == "run" {
+		configDoc = "connector JSON file (Kafka Connect's {\"name\",\"config\"} or the bare config map)"
+		brokersDoc = "Kafka bootstrap servers, host:port[,host:port]; else bootstrap.servers in the file, else $KAFKA_BOOTSTRAP_SERVERS"
+	}
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	return &commandFlags{
+		name:         name,
+		fl:           fl,
+		config:       fl.String("config", "", configDoc),
+		brokers:      fl.String("kafka-brokers", "", brokersDoc),
+		shadow:       fl.Bool("shadow", false, "a shadow run beside the live Debezium connector of the same file: slot <slot.name>_shadow, offsets topic "+setup.ShadowOffsetsTopic+", every topic under --shadow-prefix, no writes to the database"),
+		shadowPrefix: fl.String("shadow-prefix", "shadow.", "with --shadow: the prefix of every topic the shadow run writes"),
+	}
+}
+
+// parse parses args and requires --config; its errors are usage errors.
+func (c *commandFlags) parse(args []string) error {
+	if err := c.fl.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *c.config == "" {
+		return usageError{fmt.Errorf("%s: --config is required, e.g. outboxrelay %s --config connector.json", c.name, c.name)}
+	}
+	return nil
+}
+
+// prefix is the shadow topic prefix, or "" without --shadow.
+func (c *commandFlags) prefix() string {
+	if !*c.shadow {
+		return ""
+	}
+	return *c.shadowPrefix
+}
+
+// load reads the connector file with --kafka-brokers (loadConfig).
+func (c *commandFlags) load(log *slog.Logger) (*config.Config, error) {
+	return loadConfig(*c.config, *c.brokers, log)
+}
+
+// warnLog is check's and verify's logger: config warnings to stderr as
+// text, the command's own report going to stdout.
+func warnLog(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
