@@ -25,3 +25,12 @@ type Observer interface {
 	// State: the relay entered a state (StateRetrying, StateStopped).
 	State(state string)
 }
+
+// nopObserver is the Observer of Options without one.
+type nopObserver struct{}
+
+func (nopObserver) Published(string, int, time.Time) {}
+func (nopObserver) Skipped(string)                   {}
+func (nopObserver) DeadLettered()                    {}
+func (nopObserver) SnapshotProgress(int64, bool)     {}
+func (nopObserver) State(string)                     {}

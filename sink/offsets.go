@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
 )
 
 // Offsets records the position a connector last confirmed in a compacted
@@ -33,8 +34,8 @@ type Offsets struct {
 
 // ErrOffsetsUnusable: the offsets topic cannot be read or created, and
 // waiting will not help (credentials, authorization, a record that is not
-// a position); the error says what to fix.
-var ErrOffsetsUnusable = errors.New("offsets topic unusable")
+// a position); the error says what to fix. It is final: the relay stops.
+var ErrOffsetsUnusable = terminal.Final(errors.New("offsets topic unusable"))
 
 // fail classifies an error of Load as the producer classifies a failed
 // produce, and adds the fix where a config change cures it.

@@ -9,24 +9,27 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
 )
 
 // Errors of the transactional sink. A failure of a Kafka transaction is
-// one of them, wrapping the broker's error.
+// one of them, wrapping the broker's error; each is marked (package
+// terminal) with what it means for the relay: fenced and rejected end it,
+// aborted ends the session.
 var (
 	// ErrTxnFenced: another producer with the same transactional.id took
 	// over (InitProducerId since ours): this instance must stop.
-	ErrTxnFenced = errors.New("sink: fenced by a newer producer with the same transactional.id")
+	ErrTxnFenced = terminal.Final(errors.New("sink: fenced by a newer producer with the same transactional.id"))
 	// ErrTxnAborted: the Kafka transaction was aborted (a sequence the
 	// broker refused, an unknown producer id, a commit whose answer never
 	// came, ...). Nothing of it is visible to read_committed readers;
 	// relaying resumes from the last committed position.
-	ErrTxnAborted = errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position")
+	ErrTxnAborted = terminal.Session(errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position"))
 	// ErrTxnRejected: Kafka refused the transaction for a reason a retry
 	// does not cure (a record too large for the topic, a missing ACL, a
 	// transaction.timeout.ms the broker does not allow): the relay stops,
 	// and the error names what to change.
-	ErrTxnRejected = errors.New("sink: Kafka refused the transaction permanently")
+	ErrTxnRejected = terminal.Final(errors.New("sink: Kafka refused the transaction permanently"))
 )
 
 // Transaction boundaries (transaction.boundary).

@@ -219,7 +219,7 @@ func immutableInit(e ast.Expr) bool {
 		return false
 	}
 	switch pkg.Name + "." + sel.Sel.Name {
-	case "errors.New", "fmt.Errorf", "regexp.MustCompile", "crc32.MakeTable":
+	case "errors.New", "fmt.Errorf", "regexp.MustCompile", "crc32.MakeTable", "terminal.Final", "terminal.Session":
 		return true
 	}
 	return false
