@@ -108,6 +108,9 @@ func forget(o *Offsets) string {
 // relay.ErrRecordRejected: the record, not the connection, is at fault (a
 // poison row).
 func rejectTooLarge(err error) error {
+	if err == nil {
+		return nil // the hot path: certerr.Failed allocates
+	}
 	if errors.Is(err, ErrRecordTooLarge) {
 		return fmt.Errorf("%w: %w", relay.ErrRecordRejected, err)
 	}
@@ -117,7 +120,7 @@ func rejectTooLarge(err error) error {
 // markCert marks a certificate that does not verify as final: it will not
 // verify on the next session either.
 func markCert(err error) error {
-	if certerr.Failed(err) && !terminal.IsFinal(err) {
+	if err != nil && certerr.Failed(err) && !terminal.IsFinal(err) {
 		return terminal.Final(err)
 	}
 	return err
