@@ -70,7 +70,7 @@ func (d *AtLeastOnce) Record(ctx context.Context, pos capture.LSN, origin string
 		ack(nil)
 		return nil
 	}
-	return d.offsets.Save(ctx, Offset{LSN: uint64(pos), Time: time.Now(), Origin: origin}, ack)
+	return d.offsets.Save(ctx, Offset{LSN: pos, Time: time.Now(), Origin: origin}, ack)
 }
 
 // Where names the offsets topic ("": none).

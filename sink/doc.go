@@ -1,7 +1,16 @@
 // Package sink owns the Kafka side of outboxrelay: the producer (acks=all,
-// Java-compatible murmur2 partitioning), topic creation and the dead-letter
-// topic. Each record is sent asynchronously and acknowledged through a
+// Java-compatible murmur2 partitioning), topic creation, the dead-letter
+// topic, the offsets topic (Offsets) and the transactional sink (TxnSink).
+// Each record is sent asynchronously and acknowledged through a
 // per-record callback, which the checkpoint uses to move the confirmed LSN.
+//
+// The relay's data path reaches Kafka through one contract,
+// relay.Delivery, implemented here twice and chosen by the wiring from
+// exactly.once.support: AtLeastOnce (the producer; positions recorded in
+// the offsets topic, or nowhere in poll mode) and ExactlyOnce (TxnSink:
+// whole PostgreSQL transactions and their position in Kafka
+// transactions). Their errors carry internal/terminal marks, so the relay
+// decides retry-or-stop without knowing this package's sentinels.
 //
 // # Why not kafka-go's Writer
 //

@@ -29,7 +29,7 @@ func loadRecorded(ctx context.Context, load func(context.Context) (Offset, bool,
 		return relay.Recorded{}, false, fmt.Errorf("%w: its record under key %s in %s was written during an initial snapshot that did not finish (lsn %s): "+
 			"start the Debezium connector again until its snapshot is done (its log says \"Snapshot completed\"), or delete the record "+
 			"(a record with that key and a null value) to let outboxrelay start by its own snapshot.mode",
-			ErrDebeziumSnapshot, o.Key(), o.Topic(), capture.LSN(pos.LSN))
+			ErrDebeziumSnapshot, o.Key(), o.Topic(), pos.LSN)
 	}
 	return recordedFrom(pos), true, nil
 }
@@ -53,8 +53,8 @@ func recordedFrom(o Offset) relay.Recorded {
 	if o.ByRelay {
 		r.By = relay.ByRelay
 	}
-	proc := capture.LSN(cmp.Or(o.Proc, o.LSN))
-	r.End = capture.LSN(cmp.Or(o.Commit, uint64(proc)))
+	proc := cmp.Or(o.Proc, o.LSN)
+	r.End = cmp.Or(o.Commit, proc)
 	switch o.Type {
 	case "MESSAGE":
 		if o.Xid == 0 { // non-transactional (Debezium records no txId): its own "transaction" at proc

@@ -50,7 +50,7 @@ func (d *ExactlyOnce) Send(ctx context.Context, r *router.Record, ack func(error
 }
 
 // End ends a PostgreSQL transaction: a Kafka transaction may commit there.
-func (d *ExactlyOnce) End(end capture.LSN) { d.txn.Boundary(uint64(end)) }
+func (d *ExactlyOnce) End(end capture.LSN) { d.txn.Boundary(end) }
 
 // Record records nothing: each Kafka commit carries its position, so the
 // confirmed position (never ahead of it) is durable already.
@@ -93,7 +93,7 @@ type committedProgress struct {
 
 // committer is what committedProgress reads of a TxnSink (a fake in tests).
 type committer interface {
-	Committed() (position uint64, all bool)
+	Committed() (position capture.LSN, all bool)
 }
 
 // Confirmed is the position covered by Kafka commits, never lower than
@@ -102,7 +102,7 @@ func (p *committedProgress) Confirmed() capture.LSN {
 	c := p.Progress.Confirmed()
 	pos, all := p.txn.Committed()
 	if !all {
-		c = max(min(c, capture.LSN(pos)), p.start)
+		c = max(min(c, pos), p.start)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -15,12 +15,14 @@ import (
 
 // committedFake is a TxnSink's Committed in memory.
 type committedFake struct {
-	pos        uint64
+	pos        capture.LSN
 	uncommited int
 	err        error
 }
 
-func (f *committedFake) Committed() (uint64, bool) { return f.pos, f.err == nil && f.uncommited == 0 }
+func (f *committedFake) Committed() (capture.LSN, bool) {
+	return f.pos, f.err == nil && f.uncommited == 0
+}
 
 // TestCommittedProgress (moved from relay, with committedProgress): the
 // confirmed position with Kafka transactions is the checkpoint's while
