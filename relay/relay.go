@@ -123,9 +123,9 @@ func (r *relay) runSession(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log, out: r.opt.Delivery}
+	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log}
 	s.skipOK = s.skipAllowed(st)
-	s.progress = s.out.Confirmable(s.ck, Streaming{Origin: s.origin, From: st.From()})
+	s.progress = s.opt.Delivery.Confirmable(s.ck, Streaming{Origin: s.origin, From: st.From()})
 	stopRecording := s.record()
 	err = st.Start(ctx, s.progress)
 	if err == nil {
@@ -139,7 +139,7 @@ func (r *relay) runSession(ctx context.Context) error {
 // record starts the recorder of the session's confirmed position; the
 // returned function stops it after one last save.
 func (s *session) record() (stop func(context.Context)) {
-	if s.out.Where() == "" {
+	if s.opt.Delivery.Where() == "" {
 		return func(context.Context) {}
 	}
 	// A position the session trusts (skipOK) is never replaced by a lower
@@ -149,7 +149,7 @@ func (s *session) record() (stop func(context.Context)) {
 	if s.skipOK {
 		saved = max(saved, s.known.Recorded)
 	}
-	rc := &recorder{out: s.out, ck: s.ck, log: s.log, saved: saved, origin: s.origin}
+	rc := &recorder{out: s.opt.Delivery, ck: s.ck, log: s.log, saved: saved, origin: s.origin}
 	s.rec = rc
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -171,7 +171,6 @@ type session struct {
 	st       capture.Stream
 	ck       *Checkpoint
 	progress capture.Progress // what the stream may confirm: Delivery.Confirmable of ck
-	out      Delivery
 	log      *slog.Logger
 	tx       *Tx // the transaction being read, nil between Commit and Begin
 	inSnap   bool
@@ -211,7 +210,7 @@ func (s *session) loop(stop context.Context) error {
 				return err
 			}
 		}
-		if err := s.out.Err(); err != nil {
+		if err := s.opt.Delivery.Err(); err != nil {
 			return err
 		}
 		if stop.Err() != nil {
@@ -286,7 +285,7 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 		if err := s.route(ctx, s.event(ev.Row)); err != nil || !s.inSnap {
 			return err
 		}
-		s.out.End(0) // the snapshot is at-least-once: it commits as it goes
+		s.opt.Delivery.End(0) // the snapshot is at-least-once: it commits as it goes
 	case capture.KindCommit:
 		if s.tx == nil {
 			return fmt.Errorf("commit %s without a transaction", ev.LSN)
@@ -295,7 +294,7 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
 		}
 		if !s.skipping {
-			s.out.End(ev.EndLSN) // a Kafka transaction may end here
+			s.opt.Delivery.End(ev.EndLSN) // a Kafka transaction may end here
 		}
 		s.tx, s.skipping, s.within = nil, false, capture.Within{}
 	case capture.KindIdle:
@@ -314,7 +313,7 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 // lets the source drop its marker and stream.
 func (s *session) snapshotDone(ctx context.Context) error {
 	s.inSnap = false
-	if err := s.out.Flush(ctx); err != nil {
+	if err := s.opt.Delivery.Flush(ctx); err != nil {
 		return fmt.Errorf("snapshot: waiting for Kafka to acknowledge %d rows: %w", s.snapRows, err)
 	}
 	if err := s.ck.Err(); err != nil {
@@ -334,17 +333,17 @@ func (s *session) snapshotDone(ctx context.Context) error {
 func (s *session) finish(stop context.Context, cause error, stopRecording func(context.Context)) error {
 	fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := s.out.Flush(fctx); err != nil {
+	if err := s.opt.Delivery.Flush(fctx); err != nil {
 		s.log.Warn("stopping: Kafka did not acknowledge everything in time; unconfirmed events will be sent again on restart", "err", err, "confirmed", s.ck.Confirmed().String())
 	}
 	stopRecording(fctx) // the last position, after the flush confirmed what it could
-	if err := s.out.Flush(fctx); err != nil {
+	if err := s.opt.Delivery.Flush(fctx); err != nil {
 		s.log.Warn("stopping: the confirmed position was not recorded", "err", err)
 	}
 	if err := s.ck.Err(); err != nil && (cause == nil || errors.Is(cause, context.Canceled)) {
 		cause = err
 	}
-	if err := s.out.Err(); terminal.IsFinal(err) {
+	if err := s.opt.Delivery.Err(); terminal.IsFinal(err) {
 		// Fenced: the relay stops instead of competing for the slot
 		// again, whatever else ended the session (a zombie's PostgreSQL
 		// connections fail first).

@@ -84,7 +84,7 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 	}
 	s.tx.Add(1)
 	ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value))
-	err := s.out.Send(ctx, rec, ack)
+	err := s.opt.Delivery.Send(ctx, rec, ack)
 	if err == nil {
 		return nil
 	}
@@ -189,7 +189,7 @@ func (s *session) heartbeat(ctx context.Context, at time.Time) error {
 	if err := s.acquire(ctx, 1, size); err != nil {
 		return err
 	}
-	err := s.out.Send(ctx, &rec, func(err error) {
+	err := s.opt.Delivery.Send(ctx, &rec, func(err error) {
 		s.budget.Release(1, size)
 		if err != nil {
 			s.log.Warn("heartbeat not delivered", "topic", rec.Topic, "err", err)
@@ -198,7 +198,7 @@ func (s *session) heartbeat(ctx context.Context, at time.Time) error {
 	if err != nil {
 		s.budget.Release(1, size)
 	} else if s.tx == nil {
-		s.out.End(0) // between transactions: it may commit alone
+		s.opt.Delivery.End(0) // between transactions: it may commit alone
 	}
 	return err
 }
