@@ -11,6 +11,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/certerr"
 	"github.com/outboxrelay/outboxrelay/internal/terminal"
 	"github.com/outboxrelay/outboxrelay/relay"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // committedFake is a TxnSink's Committed in memory.
@@ -120,5 +121,59 @@ func TestAtLeastOnceWithoutOffsets(t *testing.T) {
 	ck := relay.NewCheckpoint(0x100)
 	if d.Confirmable(ck, relay.Streaming{From: 0x100}) != capture.Progress(ck) {
 		t.Error("at least once, the checkpoint is what may be confirmed")
+	}
+}
+
+// TestExactlyOnceDelivery drives the exactly-once delivery as a relay
+// session does, on a TxnSink with a fake transactional producer: Open
+// gives the sink the lock check and starts its session, Confirmable gives
+// it the stream's origin and holds the checkpoint at what Kafka
+// committed, End and Flush commit, and the position is then confirmed.
+func TestExactlyOnceDelivery(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeTxn{}
+	s := newFakeTxnSink(t, f, TxnConfig{})
+	d := NewExactlyOnce(s)
+	asked := false
+	if _, found, err := d.Open(ctx, relay.Opening{Holds: func(context.Context) (bool, error) { asked = true; return true, nil }}); found || err != nil {
+		t.Fatalf("Open: found %v, err %v; want nothing recorded, no error", found, err)
+	}
+	if held, err := s.holding(ctx); !held || err != nil || !asked {
+		t.Fatalf("the sink's lock check: %v, %v (asked %v); want Opening.Holds", held, err, asked)
+	}
+	ck := relay.NewCheckpoint(0x100)
+	p := d.Confirmable(ck, relay.Streaming{Origin: "7/1", From: 0x100})
+	if got := s.originNow(); got != "7/1" {
+		t.Fatalf("the sink records origin %q; want the stream's 7/1", got)
+	}
+	tx, err := ck.Begin(0x150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.Add(1)
+	if err := d.Send(ctx, &router.Record{Topic: "t", Partition: 0, Value: []byte("v")}, tx.Ack); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(0x150, 0x180); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Confirmed(); got != 0x100 {
+		t.Fatalf("confirmed %s before the Kafka commit; want the slot's 0/100", got)
+	}
+	d.End(0x180)
+	if err := d.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.values(); len(got) != 1 || got[0] != "v" {
+		t.Fatalf("committed %q; want the one record", got)
+	}
+	if got, n := p.Confirmed(), p.InFlight(); got != 0x180 || n != 0 {
+		t.Fatalf("after the commit: confirmed %s, in flight %d; want 0/180, 0", got, n)
+	}
+	if d.Err() != nil {
+		t.Fatalf("Err = %v; want nil", d.Err())
+	}
+	if acked := make(chan error, 1); d.Record(ctx, 0x180, "7/1", func(err error) { acked <- err }) != nil || <-acked != nil {
+		t.Fatal("Record must acknowledge at once: each Kafka commit carries its position")
 	}
 }
