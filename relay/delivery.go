@@ -19,9 +19,9 @@ import (
 // transaction", and what may be confirmed is held at what Kafka
 // committed.
 //
-// The session's goroutine is the only caller of Open, Confirmable, Send,
-// End, Flush and Close; Record and Err may come from the session's
-// recorder too.
+// The session's goroutine calls every method but Record, which the
+// session's recorder calls from its own goroutine (every RecordEvery, and
+// once when the session ends).
 type Delivery interface {
 	// Open begins a session's delivery, before the source opens its
 	// stream, and reads the position recorded outside the database; found
