@@ -170,14 +170,11 @@ type Stream interface {
 	SnapshotDone(ctx context.Context) error
 	// Close reports the final position and ends the session.
 	Close(ctx context.Context, end Ending) error
-}
-
-// Origin is a Stream that names where its positions come from: the
-// server and timeline ("<system id>/<timeline>"), and whether it resumed
-// an existing slot (false: created in this session). The exactly-once
-// skip rule compares a recorded position only with a stream of the same
-// origin that resumed its slot.
-type Origin interface {
+	// Origin names where the stream's positions come from: the server and
+	// timeline ("<system id>/<timeline>"; "": a source without one), and
+	// whether it resumed an existing slot (false: created in this session,
+	// or no slot). The skip rule compares a recorded position only with a
+	// stream of the same origin that resumed its slot.
 	Origin() (server string, resumed bool)
 }
 
@@ -243,6 +240,10 @@ type Source interface {
 	// Retryable decides whether an error of Open or of a stream ends only
 	// the session (retried) or the relay.
 	Retryable(err error) bool
+	// Holds says whether this instance still holds the failover lock
+	// Acquire took, asked on a connection of its own; safe for any
+	// goroutine. A source without a lock has no standby: true.
+	Holds(ctx context.Context) (bool, error)
 	// Close releases what the source keeps across sessions.
 	Close()
 }

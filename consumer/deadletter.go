@@ -10,23 +10,23 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/outboxrelay/outboxrelay/sink"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // Dead-letter headers. The names the relay's dead-letter topic also uses
-// come from package sink (Kafka Connect's __connect.errors.* names, so
+// come from package router (Kafka Connect's __connect.errors.* names, so
 // tooling written for Connect reads both); partition and offset are the
 // names Connect gives them for a sink task.
 const (
-	HeaderDLQTopic          = sink.HeaderDLQTopic          // original topic
-	HeaderDLQPartition      = "__connect.errors.partition" // original partition
-	HeaderDLQOffset         = "__connect.errors.offset"    // original offset
-	HeaderDLQConnectorName  = sink.HeaderDLQConnectorName  // Config.Name
-	HeaderDLQStage          = sink.HeaderDLQStage          // "TASK_PUT", as for a sink task
-	HeaderDLQExceptionClass = sink.HeaderDLQExceptionClass // Go type of the innermost cause
-	HeaderDLQExceptionMsg   = sink.HeaderDLQExceptionMsg   // the error text
-	HeaderDLQEventID        = sink.HeaderDLQEventID        // the event id, when the message has one
-	HeaderDLQAttempts       = "__outboxrelay.attempts"     // handler attempts made (0: not tried)
+	HeaderDLQTopic          = router.HeaderDLQTopic          // original topic
+	HeaderDLQPartition      = "__connect.errors.partition"   // original partition
+	HeaderDLQOffset         = "__connect.errors.offset"      // original offset
+	HeaderDLQConnectorName  = router.HeaderDLQConnectorName  // Config.Name
+	HeaderDLQStage          = router.HeaderDLQStage          // "TASK_PUT", as for a sink task
+	HeaderDLQExceptionClass = router.HeaderDLQExceptionClass // Go type of the innermost cause
+	HeaderDLQExceptionMsg   = router.HeaderDLQExceptionMsg   // the error text
+	HeaderDLQEventID        = router.HeaderDLQEventID        // the event id, when the message has one
+	HeaderDLQAttempts       = "__outboxrelay.attempts"       // handler attempts made (0: not tried)
 )
 
 // deadLetterWriter returns the writer of Config.DeadLetterTopic, creating

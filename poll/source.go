@@ -87,6 +87,9 @@ func (s *Source) Close() {}
 // (see DESIGN.md, Poll mode).
 func (s *Source) Acquire(context.Context) error { return nil }
 
+// Holds is true: poll mode has no failover lock, hence no standby.
+func (s *Source) Holds(context.Context) (bool, error) { return true, nil }
+
 // Open connects, reads the outbox tables' columns, counts itself in among
 // the replicas and returns a stream starting at confirmed (batch numbers
 // continue from it within one process).

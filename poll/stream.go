@@ -322,6 +322,10 @@ func (s *stream) watch(ctx context.Context) error {
 // KeepAlive marks what was confirmed while the relay waits for budget.
 func (s *stream) KeepAlive(ctx context.Context) error { return s.markConfirmed(ctx) }
 
+// Origin is unknown: batch numbers name no server or timeline, and there
+// is no slot to resume (nothing is recorded outside the tables).
+func (s *stream) Origin() (string, bool) { return "", false }
+
 // SnapshotDone is never due: poll mode has no snapshot (every undispatched
 // row is read anyway).
 func (s *stream) SnapshotDone(context.Context) error {

@@ -12,11 +12,34 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 )
+
+// sinkOnly is an at-least-once relay.Delivery of a holdingSink, recording
+// positions nowhere.
+type sinkOnly struct{ sink *holdingSink }
+
+func (d sinkOnly) Open(context.Context, relay.Opening) (relay.Recorded, bool, error) {
+	return relay.Recorded{}, false, nil
+}
+func (d sinkOnly) Confirmable(ck capture.Progress, _ relay.Streaming) capture.Progress { return ck }
+func (d sinkOnly) Send(ctx context.Context, r *router.Record, ack func(error)) error {
+	return d.sink.Send(ctx, r, ack)
+}
+func (d sinkOnly) End(capture.LSN) {}
+func (d sinkOnly) Record(_ context.Context, _ capture.LSN, _ string, ack func(error)) error {
+	ack(nil)
+	return nil
+}
+func (d sinkOnly) Where() string                   { return "" }
+func (d sinkOnly) Forget() string                  { return "" }
+func (d sinkOnly) Flush(ctx context.Context) error { return d.sink.Flush(ctx) }
+func (d sinkOnly) Err() error                      { return nil }
+func (d sinkOnly) Close() error                    { return nil }
 
 // holdingSink keeps every record and acknowledges only when told to, so a
 // test can see what the slot confirms while Kafka "has not answered".
@@ -153,7 +176,7 @@ func newStreamFixture(t *testing.T, extra map[string]string) *streamFixture {
 }
 
 // run relays from the fixture's slot into s, as cmd/outboxrelay wires it.
-func (f *streamFixture) run(t *testing.T, s relay.Sink) (stop func() error) {
+func (f *streamFixture) run(t *testing.T, s *holdingSink) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -163,7 +186,7 @@ func (f *streamFixture) run(t *testing.T, s relay.Sink) (stop func() error) {
 		t.Fatal(err)
 	}
 	go func() {
-		done <- relay.Run(ctx, relay.Options{Source: src, Router: f.rt, Sink: s, Log: log,
+		done <- relay.Run(ctx, relay.Options{Source: src, Router: f.rt, Delivery: sinkOnly{s}, Log: log,
 			HeartbeatTopic: f.cfg.HeartbeatTopic, MaxRetries: -1})
 	}()
 	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
@@ -361,7 +384,7 @@ func TestInitialOnlyDoesNotStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = relay.Run(ctx, relay.Options{Source: src, Router: f.rt, Sink: sink, Log: log, MaxRetries: -1})
+		err = relay.Run(ctx, relay.Options{Source: src, Router: f.rt, Delivery: sinkOnly{sink}, Log: log, MaxRetries: -1})
 		timedOut := ctx.Err()
 		cancel()
 		if err != nil || timedOut != nil {

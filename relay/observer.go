@@ -31,3 +31,12 @@ type Observer interface {
 	// capture.StateStopped).
 	State(state capture.State)
 }
+
+// nopObserver is the Observer of Options without one.
+type nopObserver struct{}
+
+func (nopObserver) Published(string, int, time.Time) {}
+func (nopObserver) Skipped(string)                   {}
+func (nopObserver) DeadLettered()                    {}
+func (nopObserver) SnapshotProgress(int64, bool)     {}
+func (nopObserver) State(capture.State)              {}

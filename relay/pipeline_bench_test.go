@@ -1,4 +1,4 @@
-package relay
+package relay_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
@@ -23,7 +24,8 @@ import (
 // captured pgoutput frames (testdata/pgoutput: a Relation, then
 // transactions of 1 or 100 Inserts) are decoded with replication.Decode,
 // bound into capture events, routed by the EventRouter, sent through the
-// real relay session (budget, checkpoint) and sink.Producer, encoded into
+// real relay session (budget, checkpoint) and the at-least-once delivery
+// (sink.AtLeastOnce on sink.Producer, recording no position), encoded into
 // produce requests, acknowledged by an in-process kfake broker, and
 // confirmed by the checkpoint. One op is one event (one outbox row).
 // The rows-per-tx runs go as fast as the path allows (a backlog); the
@@ -59,13 +61,13 @@ func benchPipeline(b *testing.B, rowsPerTx int, every time.Duration) {
 	}
 	st := newReplayStream(frames, rowsPerTx, b.N)
 	st.every = every
-	opt := Options{Source: &replaySource{st: st}, Router: rt, Sink: &ProducerSink{P: p},
+	opt := relay.Options{Source: &replaySource{st: st}, Router: rt, Delivery: sink.NewAtLeastOnce(p, nil),
 		Log: slog.New(slog.DiscardHandler), MaxRetries: 0}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0, start := cpuTime(), time.Now()
 	st.start = start
-	if err := Run(context.Background(), opt); err != nil {
+	if err := relay.Run(context.Background(), opt); err != nil {
 		b.Fatal(err)
 	}
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
@@ -119,8 +121,9 @@ func (s *replaySource) Acquire(context.Context) error { return nil }
 func (s *replaySource) Open(context.Context, capture.Known) (capture.Stream, error) {
 	return s.st, nil
 }
-func (s *replaySource) Retryable(error) bool { return false }
-func (s *replaySource) Close()               {}
+func (s *replaySource) Retryable(error) bool                { return false }
+func (s *replaySource) Holds(context.Context) (bool, error) { return true, nil }
+func (s *replaySource) Close()                              {}
 
 // replayStream yields events transactions of rowsPerTx Inserts, events in
 // all, from the captured frames, each transaction with LSNs of its own
@@ -235,6 +238,7 @@ func (s *replayStream) waitConfirmed(ctx context.Context) error {
 }
 
 func (s *replayStream) KeepAlive(context.Context) error    { return nil }
+func (s *replayStream) Origin() (string, bool)             { return "", false }
 func (s *replayStream) SnapshotDone(context.Context) error { return nil }
 func (s *replayStream) Close(context.Context, capture.Ending) error {
 	return nil

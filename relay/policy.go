@@ -7,24 +7,33 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/outboxrelay/outboxrelay/router"
-	"github.com/outboxrelay/outboxrelay/sink"
-
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // Poison decides what happens to a poison row: one the router rejects
-// (rec is nil), or whose record the sink refused before sending (rec is that
+// (rec is nil), or whose record the delivery refused before sending (rec is that
 // record, the error wraps ErrRecordRejected). Returning nil means the row
 // was dealt with and ack will be called (dead-lettered, or skipped with ack
 // called at once); returning an error stops the relay, having confirmed
 // everything before the row (errors.tolerance=none).
 type Poison func(ctx context.Context, ev *router.Event, rec *router.Record, cause error, ack func(error)) error
 
-// DeadLetterer sends a record to the dead-letter topic with error headers
-// (sink.Producer.DeadLetter).
+// DeadLetterer sends a copy of r to the dead-letter topic with error
+// headers (router.HeaderDLQ*) saying where it came from and why; onAck
+// reports Kafka's answer. The wiring gives the producer's.
 type DeadLetterer interface {
-	DeadLetter(ctx context.Context, r sink.Record, cause error, meta sink.DLQMeta, onAck func(error)) error
+	DeadLetter(ctx context.Context, r *router.Record, cause error, meta DeadLetterMeta, onAck func(error)) error
+}
+
+// DeadLetterMeta says where a dead-lettered row came from.
+type DeadLetterMeta struct {
+	LSN           string // of the row's commit, as PostgreSQL prints it (0/16B3748)
+	SourceTable   string // "schema.table" of the outbox row
+	ConnectorName string // the connector's "name"; omitted when empty
+	// Stage is Connect's stage name: TRANSFORMATION for a routing
+	// failure, KAFKA_PRODUCE for a record Kafka refused.
+	Stage string
 }
 
 // NewPoisonPolicy returns what to do with a poison row, as Kafka Connect's
@@ -58,21 +67,18 @@ func NewPoisonPolicy(tolerance, connector string, dlq DeadLetterer, dlqTopic str
 			return nil
 		}
 		stage := "TRANSFORMATION"
-		var orig sink.Record
+		var orig router.Record
 		if rec != nil {
 			stage = "KAFKA_PRODUCE"
-			orig = sink.Record{Topic: rec.Topic, Partition: -1, Key: rec.Key, Value: rec.Value, EventID: rec.EventID}
-			for _, h := range rec.Headers {
-				orig.Headers = append(orig.Headers, sink.Header{Key: h.Key, Value: h.Value})
-			}
+			orig = router.Record{Topic: rec.Topic, Partition: -1, Key: rec.Key, Value: rec.Value, Headers: rec.Headers, EventID: rec.EventID}
 		} else {
 			// The router produced nothing: dead-letter the row itself, as a
 			// JSON object of its columns' text, keyed by the event id, so
 			// it can be repaired and replayed.
-			orig = sink.Record{Partition: -1, Key: []byte(eventID), Value: rowJSON(ev.Row), EventID: eventID}
+			orig = router.Record{Partition: -1, Key: []byte(eventID), Value: rowJSON(ev.Row), EventID: eventID}
 		}
 		log.Warn("poison row sent to the dead-letter topic", "topic", dlqTopic, "lsn", lsn.String(), "table", table, "event_id", eventID, "err", cause)
-		return dlq.DeadLetter(ctx, orig, cause, sink.DLQMeta{
+		return dlq.DeadLetter(ctx, &orig, cause, DeadLetterMeta{
 			LSN: lsn.String(), SourceTable: table, ConnectorName: connector, Stage: stage,
 		}, ack)
 	}, nil

@@ -7,53 +7,7 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/capture"
-	"github.com/outboxrelay/outboxrelay/sink"
 )
-
-// TestRecordedFrom reads offsets as Debezium 3.7's PostgreSQL connector
-// writes them (PostgresOffsetContext.getOffset) with its resume rule.
-func TestRecordedFrom(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   sink.Offset
-		want Recorded
-	}{
-		{"outboxrelay's own", sink.Offset{LSN: 0x500, Commit: 0x500, Proc: 0x500, Type: "COMMIT", ByRelay: true, Origin: "7/1"},
-			Recorded{End: 0x500, Origin: "7/1", By: ByRelay}},
-		{"outboxrelay before lsn_proc", sink.Offset{LSN: 0x500, Commit: 0x500},
-			Recorded{End: 0x500, By: ByDebezium}},
-		{"Debezium after an insert: the rest of its transaction is to send",
-			sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x400, Type: "INSERT", Xid: 812},
-			Recorded{End: 0x400, Within: capture.Within{Xid: 812, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
-		{"Debezium within one multi-insert record", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x400, Type: "INSERT", Xid: 812, Events: 3},
-			Recorded{End: 0x400, Within: capture.Within{Xid: 812, LSN: 0x4f0, Count: 3}, By: ByDebezium}},
-		{"Debezium after an update the EventRouter dropped", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x400, Type: "UPDATE", Xid: 9},
-			Recorded{End: 0x400, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
-		{"Debezium after a transactional message", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x400, Type: "MESSAGE", Xid: 9},
-			Recorded{End: 0x400, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
-		{"Debezium after a non-transactional message (no txId): it is done", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE"},
-			Recorded{End: 0x4f1, By: ByDebezium}},
-		// Regression (issue 25; the cause of debezium/dbz#2004): Debezium
-		// records lsn_commit = lsn_proc after a transactional message too
-		// (it calls commitMessage for it); taken for a non-transactional
-		// one, the rest of its transaction was sent again whole, the
-		// message included.
-		{"Debezium after a transactional message", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x4f0, Type: "MESSAGE", Xid: 9},
-			Recorded{End: 0x4f0, Within: capture.Within{Xid: 9, LSN: 0x4f0, Count: 1}, By: ByDebezium}},
-		{"Debezium's heartbeat after a commit", sink.Offset{LSN: 0x520, Proc: 0x520, Commit: 0x520, Type: "COMMIT", Xid: 812},
-			Recorded{End: 0x520, By: ByDebezium}},
-		{"Debezium after a BEGIN: nothing of the transaction", sink.Offset{LSN: 0x410, Proc: 0x410, Commit: 0x400, Type: "BEGIN", Xid: 813},
-			Recorded{End: 0x400, By: ByDebezium}},
-		{"lsn_commit absent: lsn_proc (Debezium's Loader)", sink.Offset{LSN: 0x4f0, Proc: 0x480},
-			Recorded{End: 0x480, By: ByDebezium}},
-		{"a row without txId: the whole transaction again", sink.Offset{LSN: 0x4f0, Proc: 0x4f0, Commit: 0x400, Type: "INSERT"},
-			Recorded{End: 0x400, By: ByDebezium}},
-	} {
-		if got := recordedFrom(tc.in); got != tc.want {
-			t.Errorf("%s: recordedFrom(%+v) = %+v, want %+v", tc.name, tc.in, got, tc.want)
-		}
-	}
-}
 
 // debeziumTx is a streamed transaction with its id and a row per LSN.
 func debeziumTx(xid uint32, begin, end capture.LSN, rows map[capture.LSN][]string) []capture.Event {
@@ -96,7 +50,7 @@ func TestResumeFromDebeziumPosition(t *testing.T) {
 		store := &fakePositions{pos: 0xa0, within: tc.within}
 		sk := &holdSink{}
 		opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, sk)
-		opt.Positions = debeziumStore{store}
+		withPositions(&opt, debeziumStore{store})
 		if err := Run(context.Background(), opt); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +68,7 @@ func TestResumeFromDebeziumSkipsNothingOnACreatedSlot(t *testing.T) {
 	st.end, st.created = capture.ErrEnd, true
 	sk := &holdSink{}
 	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, sk)
-	opt.Positions = debeziumStore{&fakePositions{pos: 0x200, within: capture.Within{Xid: 812, LSN: 0x130, Count: 1}}}
+	withPositions(&opt, debeziumStore{&fakePositions{pos: 0x200, within: capture.Within{Xid: 812, LSN: 0x130, Count: 1}}})
 	if err := Run(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +104,8 @@ func TestRecorderNeverGoesBehindTheRecordedPosition(t *testing.T) {
 	store := &fakePositions{pos: 0x200, within: capture.Within{Xid: 812, LSN: 0x1f0, Count: 1}}
 	sk := &holdSink{}
 	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, sk)
-	opt.Positions, opt.RecordEvery = debeziumStore{store}, time.Millisecond
+	withPositions(&opt, debeziumStore{store})
+	opt.RecordEvery = time.Millisecond
 	if err := Run(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}

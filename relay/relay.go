@@ -1,13 +1,14 @@
 // Package relay is outboxrelay's data path, in one place:
 //
 //	source (capture.Stream) ──Begin/Row/Commit/Idle──▶ session.loop
-//	    row ──router.Route──▶ records ──Sink.Send(record, ack)──▶ Kafka
+//	    row ──router.Route──▶ records ──Delivery.Send(record, ack)──▶ Kafka
 //	    ack ──▶ Checkpoint (per transaction, in commit order) ──▶ Confirmed
 //	    the source reads Confirmed (capture.Progress) and confirms it to the server
 //
 // A source yields decoded transactions; the router turns each row into
-// records; the sink sends them and calls each record's ack when Kafka
-// acknowledged it; the checkpoint turns acknowledgements into the position
+// records; the delivery sends them and calls each record's ack when Kafka
+// acknowledged it (exactly-once: wrote it in the open Kafka transaction,
+// see Delivery); the checkpoint turns acknowledgements into the position
 // that may be confirmed; the source is told that position. Errors a row
 // causes go through one policy (Poison: errors.tolerance, dead-letter
 // topic, or stop). The in-flight budget bounds what is between the source
@@ -21,32 +22,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
-// Sink receives routed records. Send hands one record over and returns
-// without waiting for Kafka; ack is called exactly once, from any
-// goroutine, when Kafka acknowledged the record (nil) or the record failed
-// for good (the relay then stops). Send copies what it keeps: the record's
-// buffers belong to the router and are reused for the next row.
-type Sink interface {
-	Send(ctx context.Context, rec *router.Record, ack func(error)) error
-	// Flush waits until every record sent so far is acknowledged.
-	Flush(ctx context.Context) error
-}
-
-// Options wires the data path. Source, Router, Sink and Log are required.
+// Options wires the data path. Source, Router, Delivery and Log are
+// required.
 type Options struct {
 	Source   capture.Source
 	Router   *router.Router
-	Sink     Sink
+	Delivery Delivery
 	Log      *slog.Logger
-	Observer Observer
+	Observer Observer // nil: none
 	// Poison decides what happens to a poison row; nil stops at it
 	// (errors.tolerance=none). See NewPoisonPolicy.
 	Poison Poison
@@ -62,9 +53,8 @@ type Options struct {
 	// sessions that fail in a row; RetryWait caps the backoff between them.
 	MaxRetries int
 	RetryWait  time.Duration
-	// Positions records the confirmed position outside the database every
-	// RecordEvery (default 1 s) while it moves; nil records nothing.
-	Positions   PositionStore
+	// RecordEvery (default 1 s) is how often the confirmed position is
+	// handed to Delivery.Record while it moves.
 	RecordEvery time.Duration
 }
 
@@ -81,11 +71,11 @@ const drainLimit = 10 * time.Second
 // a missing publication). Lost sessions are retried with capped backoff,
 // resuming from the confirmed position.
 func Run(ctx context.Context, opt Options) error {
-	if opt.Source == nil || opt.Router == nil || opt.Sink == nil || opt.Log == nil {
-		return errors.New("relay.Run: Source, Router, Sink and Log are required")
+	if opt.Source == nil || opt.Router == nil || opt.Delivery == nil || opt.Log == nil {
+		return errors.New("relay.Run: Source, Router, Delivery and Log are required")
 	}
-	if err := checkTransactional(opt); err != nil {
-		return err
+	if opt.Observer == nil {
+		opt.Observer = nopObserver{}
 	}
 	opt.MaxInFlightRecords = orDefault(opt.MaxInFlightRecords, DefaultMaxInFlightRecords)
 	opt.MaxInFlightBytes = orDefault(opt.MaxInFlightBytes, 64<<20)
@@ -97,9 +87,7 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	r := &relay{opt: opt, budget: budget}
 	defer opt.Source.Close()
-	if c, ok := opt.Sink.(io.Closer); ok {
-		defer c.Close() // the transactional sink aborts an open transaction
-	}
+	defer opt.Delivery.Close()
 	defer r.state(capture.StateStopped)
 	return r.retry(ctx)
 }
@@ -121,19 +109,14 @@ type relay struct {
 	known capture.Known
 }
 
-func (r *relay) state(s capture.State) {
-	if r.opt.Observer != nil {
-		r.opt.Observer.State(s)
-	}
-}
+func (r *relay) state(s capture.State) { r.opt.Observer.State(s) }
 
 // runSession is one session from Open to Close: the data path.
 func (r *relay) runSession(ctx context.Context) error {
 	if err := r.opt.Source.Acquire(ctx); err != nil {
 		return err
 	}
-	holdsLock(r.opt.Source, r.opt.Positions)
-	if err := r.loadPosition(ctx); err != nil {
+	if err := r.openDelivery(ctx); err != nil {
 		return err
 	}
 	st, err := r.opt.Source.Open(ctx, r.known)
@@ -141,25 +124,22 @@ func (r *relay) runSession(ctx context.Context) error {
 		return err
 	}
 	s := &session{relay: r, st: st, ck: NewCheckpoint(st.From()), log: r.opt.Log}
-	var progress capture.Progress = s.ck
-	if s.txs = s.transactional(); s.txs != nil {
-		progress = &committedProgress{Checkpoint: s.ck, sink: s.txs, start: st.From()} // invariant 10
-	}
 	s.skipOK = s.skipAllowed(st)
+	s.progress = s.opt.Delivery.Confirmable(s.ck, Streaming{Origin: s.origin, From: st.From()})
 	stopRecording := s.record()
-	err = st.Start(ctx, progress)
+	err = st.Start(ctx, s.progress)
 	if err == nil {
 		err = s.loop(ctx)
 	}
 	err = s.finish(ctx, err, stopRecording)
-	r.known.Confirmed = progress.Confirmed()
+	r.known.Confirmed = s.progress.Confirmed()
 	return err
 }
 
 // record starts the recorder of the session's confirmed position; the
 // returned function stops it after one last save.
 func (s *session) record() (stop func(context.Context)) {
-	if s.opt.Positions == nil {
+	if s.opt.Delivery.Where() == "" {
 		return func(context.Context) {}
 	}
 	// A position the session trusts (skipOK) is never replaced by a lower
@@ -169,7 +149,7 @@ func (s *session) record() (stop func(context.Context)) {
 	if s.skipOK {
 		saved = max(saved, s.known.Recorded)
 	}
-	rc := &recorder{store: s.opt.Positions, ck: s.ck, log: s.log, saved: saved, origin: s.origin}
+	rc := &recorder{out: s.opt.Delivery, ck: s.ck, log: s.log, saved: saved, origin: s.origin}
 	s.rec = rc
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -190,15 +170,15 @@ type session struct {
 	*relay
 	st       capture.Stream
 	ck       *Checkpoint
+	progress capture.Progress // what the stream may confirm: Delivery.Confirmable of ck
 	log      *slog.Logger
 	tx       *Tx // the transaction being read, nil between Commit and Begin
 	inSnap   bool
-	rec      *recorder // nil without a position store
+	rec      *recorder // nil when positions are recorded nowhere
 	ev       router.Event
 	records  []router.Record
 	snapRows int64
-	txs      Transactional  // exactly-once: the sink, else nil
-	origin   string         // the stream's server and timeline (capture.Origin)
+	origin   string         // the stream's server and timeline (capture.Stream.Origin)
 	skipOK   bool           // the skip rule applies (skipAllowed)
 	skipping bool           // the transaction being read is in Kafka already
 	within   capture.Within // the transaction being read is in Kafka up to this point
@@ -230,10 +210,8 @@ func (s *session) loop(stop context.Context) error {
 				return err
 			}
 		}
-		if s.txs != nil {
-			if err := s.txs.Err(); err != nil {
-				return err
-			}
+		if err := s.opt.Delivery.Err(); err != nil {
+			return err
 		}
 		if stop.Err() != nil {
 			if s.tx == nil || s.inSnap {
@@ -304,10 +282,10 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 			s.skip("committed_in_kafka")
 			return nil
 		}
-		if err := s.route(ctx, s.event(ev.Row)); err != nil || !s.inSnap || s.txs == nil {
+		if err := s.route(ctx, s.event(ev.Row)); err != nil || !s.inSnap {
 			return err
 		}
-		s.txs.Boundary(0) // the snapshot is at-least-once: it commits as it goes
+		s.opt.Delivery.End(0) // the snapshot is at-least-once: it commits as it goes
 	case capture.KindCommit:
 		if s.tx == nil {
 			return fmt.Errorf("commit %s without a transaction", ev.LSN)
@@ -315,8 +293,8 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 		if err := s.tx.Commit(ev.LSN, ev.EndLSN); err != nil {
 			return fmt.Errorf("transaction %s: %w", ev.LSN, err)
 		}
-		if s.txs != nil && !s.skipping {
-			s.txs.Boundary(ev.EndLSN) // a Kafka transaction may end here
+		if !s.skipping {
+			s.opt.Delivery.End(ev.EndLSN) // a Kafka transaction may end here
 		}
 		s.tx, s.skipping, s.within = nil, false, capture.Within{}
 	case capture.KindIdle:
@@ -335,14 +313,14 @@ func (s *session) handle(ctx context.Context, ev *capture.Event) error {
 // lets the source drop its marker and stream.
 func (s *session) snapshotDone(ctx context.Context) error {
 	s.inSnap = false
-	if err := s.opt.Sink.Flush(ctx); err != nil {
+	if err := s.opt.Delivery.Flush(ctx); err != nil {
 		return fmt.Errorf("snapshot: waiting for Kafka to acknowledge %d rows: %w", s.snapRows, err)
 	}
 	if err := s.ck.Err(); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	err := s.st.SnapshotDone(ctx)
-	if (err == nil || errors.Is(err, capture.ErrEnd)) && s.opt.Observer != nil {
+	if err == nil || errors.Is(err, capture.ErrEnd) {
 		s.opt.Observer.SnapshotProgress(s.snapRows, true)
 	}
 	return err
@@ -355,24 +333,32 @@ func (s *session) snapshotDone(ctx context.Context) error {
 func (s *session) finish(stop context.Context, cause error, stopRecording func(context.Context)) error {
 	fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := s.opt.Sink.Flush(fctx); err != nil {
+	if err := s.opt.Delivery.Flush(fctx); err != nil {
 		s.log.Warn("stopping: Kafka did not acknowledge everything in time; unconfirmed events will be sent again on restart", "err", err, "confirmed", s.ck.Confirmed().String())
 	}
 	stopRecording(fctx) // the last position, after the flush confirmed what it could
-	if err := s.opt.Sink.Flush(fctx); err != nil {
+	if err := s.opt.Delivery.Flush(fctx); err != nil {
 		s.log.Warn("stopping: the confirmed position was not recorded", "err", err)
 	}
 	if err := s.ck.Err(); err != nil && (cause == nil || errors.Is(cause, context.Canceled)) {
 		cause = err
 	}
-	cause = s.fenced(cause)
+	if err := s.opt.Delivery.Err(); terminal.IsFinal(err) {
+		// Fenced: the relay stops instead of competing for the slot
+		// again, whatever else ended the session (a zombie's PostgreSQL
+		// connections fail first).
+		cause = err
+	}
 	abandoned := s.tx != nil
 	if abandoned {
 		s.tx.Abandon() // sent again, whole, after a restart
 		s.tx = nil
 	}
 	orderly := stop.Err() != nil && (cause == nil || errors.Is(cause, context.Canceled))
-	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.ck.InFlight() == 0 && s.allCommitted()}
+	// Complete: exactly-once, the progress counts what Kafka has not
+	// committed as in flight; a slot is dropped on stop only when nothing
+	// is, because an open Kafka transaction is aborted at Close.
+	end := capture.Ending{Orderly: orderly, Complete: !abandoned && s.progress.InFlight() == 0}
 	// Its own time: a slow Kafka above must not cost the final status
 	// update, or a restart sends again what Kafka has.
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)

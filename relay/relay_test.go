@@ -42,9 +42,10 @@ func (f *fakeSource) Open(ctx context.Context, known capture.Known) (capture.Str
 	return st, nil
 }
 
-func (f *fakeSource) Acquire(ctx context.Context) error { return nil }
-func (f *fakeSource) Retryable(err error) bool          { return !errors.Is(err, errFatal) }
-func (f *fakeSource) Close()                            {}
+func (f *fakeSource) Acquire(ctx context.Context) error       { return nil }
+func (f *fakeSource) Retryable(err error) bool                { return !errors.Is(err, errFatal) }
+func (f *fakeSource) Holds(ctx context.Context) (bool, error) { return true, nil }
+func (f *fakeSource) Close()                                  {}
 
 var errFatal = errors.New("fatal source error")
 
@@ -55,8 +56,8 @@ type fakeStream struct {
 	from       capture.LSN
 	events     []capture.Event
 	end        error
-	origin     string // capture.Origin's server ("srv/1" when empty)
-	created    bool   // capture.Origin: the slot was created, not resumed
+	origin     string // Origin's server ("srv/1" when empty)
+	created    bool   // Origin: the slot was created, not resumed
 	next       int
 	p          capture.Progress
 	openedWith capture.LSN
@@ -99,6 +100,12 @@ func (s *fakeStream) Next(ctx context.Context) (*capture.Event, error) {
 	}
 }
 func (s *fakeStream) KeepAlive(ctx context.Context) error { return nil }
+func (s *fakeStream) Origin() (string, bool) {
+	if s.origin == "" {
+		return "srv/1", !s.created
+	}
+	return s.origin, !s.created
+}
 func (s *fakeStream) SnapshotDone(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,10 +223,72 @@ func testRouter(t *testing.T) *router.Router {
 	return rt
 }
 
-func testOptions(t *testing.T, src capture.Source, s Sink) Options {
-	return Options{Source: src, Router: testRouter(t), Sink: s, MaxRetries: -1, RetryWait: 10 * time.Millisecond,
+func testOptions(t *testing.T, src capture.Source, s testSink) Options {
+	return Options{Source: src, Router: testRouter(t), Delivery: &atLeastOnce{sink: s}, MaxRetries: -1, RetryWait: 10 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
+
+// withPositions records the positions of opt's at-least-once delivery in
+// store.
+func withPositions(opt *Options, store positionStore) {
+	opt.Delivery.(*atLeastOnce).store = store
+}
+
+// testSink is what the tests' sinks do.
+type testSink interface {
+	Send(ctx context.Context, rec *router.Record, ack func(error)) error
+	Flush(ctx context.Context) error
+}
+
+// positionStore is what the tests' position stores do.
+type positionStore interface {
+	Load(ctx context.Context) (Recorded, bool, error)
+	Save(ctx context.Context, pos capture.LSN, origin string, ack func(error)) error
+	Where() string
+	Forget() string
+}
+
+// atLeastOnce is the tests' at-least-once Delivery, as sink.AtLeastOnce
+// is the service's: a test sink, with positions recorded in store (nil:
+// nowhere).
+type atLeastOnce struct {
+	sink  testSink
+	store positionStore
+}
+
+func (d *atLeastOnce) Open(ctx context.Context, _ Opening) (Recorded, bool, error) {
+	if d.store == nil {
+		return Recorded{}, false, nil
+	}
+	return d.store.Load(ctx)
+}
+func (d *atLeastOnce) Confirmable(ck capture.Progress, _ Streaming) capture.Progress { return ck }
+func (d *atLeastOnce) Send(ctx context.Context, rec *router.Record, ack func(error)) error {
+	return d.sink.Send(ctx, rec, ack)
+}
+func (d *atLeastOnce) End(capture.LSN) {}
+func (d *atLeastOnce) Record(ctx context.Context, pos capture.LSN, origin string, ack func(error)) error {
+	if d.store == nil {
+		ack(nil)
+		return nil
+	}
+	return d.store.Save(ctx, pos, origin, ack)
+}
+func (d *atLeastOnce) Where() string {
+	if d.store == nil {
+		return ""
+	}
+	return d.store.Where()
+}
+func (d *atLeastOnce) Forget() string {
+	if d.store == nil {
+		return ""
+	}
+	return d.store.Forget()
+}
+func (d *atLeastOnce) Flush(ctx context.Context) error { return d.sink.Flush(ctx) }
+func (d *atLeastOnce) Err() error                      { return nil }
+func (d *atLeastOnce) Close() error                    { return nil }
 
 // runAsync runs the relay and returns a stop that cancels and waits.
 func runAsync(t *testing.T, opt Options) (stop func() error) {
@@ -477,7 +546,8 @@ func TestPositionRecordedAndReadPerSession(t *testing.T) {
 	second.end = capture.ErrEnd
 	store := &fakePositions{pos: 0x30}
 	opt := testOptions(t, &fakeSource{streams: []*fakeStream{first, second}}, &holdSink{})
-	opt.Positions, opt.RecordEvery = store, 5*time.Millisecond
+	withPositions(&opt, store)
+	opt.RecordEvery = 5 * time.Millisecond
 	if err := Run(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +563,8 @@ func TestPositionSaveFailureStops(t *testing.T) {
 	st := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"))...)
 	store := &fakePositions{failSave: errors.New("TOPIC_AUTHORIZATION_FAILED")}
 	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, &holdSink{})
-	opt.Positions, opt.RecordEvery = store, 5*time.Millisecond
+	withPositions(&opt, store)
+	opt.RecordEvery = 5 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go func() { // the next event after the refusal (a keepalive) ends the session

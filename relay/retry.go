@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/capture"
-	"github.com/outboxrelay/outboxrelay/internal/certerr"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
 	"github.com/outboxrelay/outboxrelay/router"
-	"github.com/outboxrelay/outboxrelay/sink"
 )
 
 // retry runs sessions until one ends the relay. Retry-or-stop is decided
@@ -54,23 +53,25 @@ func (r *relay) retry(ctx context.Context) error {
 }
 
 // retryable decides, in one place, whether an error ends the relay or only
-// the session. Final: a poison row, a record the sink gave up on, a
-// Debezium position from an unfinished snapshot, an offsets topic that
-// cannot be used, a fenced or refused Kafka transaction (an aborted one is
-// retried), and a certificate that does not verify. These are checked
-// before the source's rule, because kafka-go's error codes look like
-// network errors (the sink already retries transient Kafka errors
-// forever). The source rules on the rest: network failures and server
-// shutdowns are retried; configuration, permission and data errors are not.
+// the session. Errors are marked where they arise (package
+// internal/terminal): a final one (fenced by a newer instance, a Kafka
+// transaction refused for good, an offsets topic that cannot be used, an
+// unfinished Debezium snapshot, a certificate that does not verify) ends
+// the relay; a session one (an aborted Kafka transaction: resume from the
+// last committed position) is retried. The marks are asked before the
+// source's rule, because kafka-go's error codes look like network errors.
+// A poison row and a record Kafka refused are final too (the delivery
+// already retries transient Kafka errors forever). The source rules on the
+// rest: network failures and server shutdowns are retried; configuration,
+// permission and data errors are not.
 func (r *relay) retryable(err error) bool {
 	var rowErr *router.RowError
 	switch {
-	case errors.Is(err, sink.ErrTxnFenced), errors.Is(err, sink.ErrTxnRejected):
-		return false // another instance took over; a config or ACL to fix
-	case errors.Is(err, sink.ErrTxnAborted):
-		return true // resume from the last committed position
-	}
-	if err == nil || errors.As(err, &rowErr) || errors.Is(err, ErrRecordFailed) || errors.Is(err, ErrDebeziumSnapshot) || errors.Is(err, sink.ErrOffsetsUnusable) || certerr.Failed(err) {
+	case terminal.IsFinal(err):
+		return false
+	case terminal.IsSession(err):
+		return true
+	case err == nil, errors.As(err, &rowErr), errors.Is(err, ErrRecordFailed):
 		return false
 	}
 	return r.opt.Source.Retryable(err)

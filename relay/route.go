@@ -19,16 +19,16 @@ func (s *session) event(row *capture.Row) *router.Event {
 	ev.Row = row
 	ev.ProcessedAt = time.Now()
 	if row.Op == capture.OpRead {
-		if s.snapRows++; s.snapRows%1000 == 0 && s.opt.Observer != nil {
+		if s.snapRows++; s.snapRows%1000 == 0 {
 			s.opt.Observer.SnapshotProgress(s.snapRows, false)
 		}
 	}
 	return ev
 }
 
-// route turns an event into records and hands them to the sink, inside the
-// current transaction (or the snapshot's pseudo-transaction). A row the
-// router rejects, or whose record the sink refuses before sending, goes to
+// route turns an event into records and hands them to the delivery, inside
+// the current transaction (or the snapshot's pseudo-transaction). A row the
+// router rejects, or whose record the delivery refuses before sending, goes to
 // the poison policy (invariant 4).
 func (s *session) route(ctx context.Context, ev *router.Event) error {
 	var err error
@@ -52,7 +52,7 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 	return nil
 }
 
-// send hands one record to the sink, counted in the transaction before it
+// send hands one record to the delivery, counted in the transaction before it
 // goes, so that its acknowledgement can never come first.
 func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record) error {
 	size := recordBytes(rec)
@@ -61,7 +61,7 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 	}
 	s.tx.Add(1)
 	ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value))
-	err := s.opt.Sink.Send(ctx, rec, ack)
+	err := s.opt.Delivery.Send(ctx, rec, ack)
 	if err == nil {
 		return nil
 	}
@@ -69,11 +69,11 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 	if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
 		// The record's share of the budget and of the transaction now
 		// waits for the poison policy's ack instead.
-		if err = s.dealtWith(ctx, ev, rec, err, size); err == nil {
+		if err = s.deadLetter(ctx, ev, rec, err, size); err == nil {
 			return nil
 		}
 	}
-	s.budget.Release(1, size) // the sink did not take it: its ack will never come
+	s.budget.Release(1, size) // the delivery did not take it: its ack will never come
 	return err
 }
 
@@ -89,22 +89,21 @@ func (s *session) poison(ctx context.Context, ev *router.Event, rowErr *router.R
 		return err
 	}
 	s.tx.Add(1)
-	if err := s.dealtWith(ctx, ev, nil, rowErr, size); err != nil {
+	if err := s.deadLetter(ctx, ev, nil, rowErr, size); err != nil {
 		s.budget.Release(1, size) // its ack will never come
 		return err
 	}
 	return nil
 }
 
-// dealtWith runs the poison policy on a row whose share (one record of
-// size bytes) is already counted in the budget and the transaction.
-func (s *session) dealtWith(ctx context.Context, ev *router.Event, rec *router.Record, cause error, size int64) error {
+// deadLetter runs the poison policy on a row whose share (one record of
+// size bytes) is already counted in the budget and the transaction: it is
+// dead-lettered, or skipped under errors.tolerance=all.
+func (s *session) deadLetter(ctx context.Context, ev *router.Event, rec *router.Record, cause error, size int64) error {
 	if err := s.opt.Poison(ctx, ev, rec, cause, s.ackerFor("", size, 0)); err != nil {
 		return err
 	}
-	if s.opt.Observer != nil {
-		s.opt.Observer.DeadLettered()
-	}
+	s.opt.Observer.DeadLettered()
 	return nil
 }
 
@@ -135,7 +134,7 @@ func (s *session) ackerFor(topic string, size int64, published int) func(error) 
 	return func(err error) {
 		s.budget.Release(1, size)
 		tx.Ack(err)
-		if err == nil && topic != "" && s.opt.Observer != nil {
+		if err == nil && topic != "" {
 			s.opt.Observer.Published(topic, published, tx.commitTime)
 		}
 	}
@@ -171,7 +170,7 @@ func (s *session) heartbeat(ctx context.Context, at time.Time) error {
 	if err := s.acquire(ctx, 1, size); err != nil {
 		return err
 	}
-	err := s.opt.Sink.Send(ctx, &rec, func(err error) {
+	err := s.opt.Delivery.Send(ctx, &rec, func(err error) {
 		s.budget.Release(1, size)
 		if err != nil {
 			s.log.Warn("heartbeat not delivered", "topic", rec.Topic, "err", err)
@@ -179,21 +178,17 @@ func (s *session) heartbeat(ctx context.Context, at time.Time) error {
 	})
 	if err != nil {
 		s.budget.Release(1, size)
-	} else if s.txs != nil && s.tx == nil {
-		s.txs.Boundary(0) // between transactions: it may commit alone
+	} else if s.tx == nil {
+		s.opt.Delivery.End(0) // between transactions: it may commit alone
 	}
 	return err
 }
 
-func (s *session) skip(reason string) {
-	if s.opt.Observer != nil {
-		s.opt.Observer.Skipped(reason)
-	}
-}
+func (s *session) skip(reason string) { s.opt.Observer.Skipped(reason) }
 
 // recordBytes is what a record counts against MaxInFlightBytes: key,
 // value, headers and a per-record allowance no smaller than what a Kafka
-// producer counts for framing, so that a sink whose buffer is as large as
+// producer counts for framing, so that a producer whose buffer is as large as
 // the budget never has to block Send (a blocked Send would stop the
 // answers to the server's keepalives).
 func recordBytes(r *router.Record) int64 {

@@ -8,21 +8,8 @@ import (
 	"strconv"
 
 	kafka "github.com/segmentio/kafka-go"
-)
 
-// Dead-letter headers. The __connect.errors.* names are Kafka Connect's
-// (DeadLetterQueueReporter, with errors.deadletterqueue.context.headers.enable),
-// so tooling written for Connect's dead-letter topics reads ours.
-const (
-	HeaderDLQTopic          = "__connect.errors.topic"
-	HeaderDLQConnectorName  = "__connect.errors.connector.name"
-	HeaderDLQTaskID         = "__connect.errors.task.id"
-	HeaderDLQStage          = "__connect.errors.stage"
-	HeaderDLQExceptionClass = "__connect.errors.exception.class.name"
-	HeaderDLQExceptionMsg   = "__connect.errors.exception.message"
-	HeaderDLQLSN            = "__outboxrelay.lsn"
-	HeaderDLQSourceTable    = "__outboxrelay.source.table"
-	HeaderDLQEventID        = "__outboxrelay.event.id"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // DLQMeta says where a dead-lettered record came from.
@@ -58,20 +45,20 @@ func DeadLetterRecord(topic string, r Record, cause error, meta DLQMeta) Record 
 	h := make([]Header, 0, len(r.Headers)+9)
 	h = append(h, r.Headers...)
 	add := func(k, v string) { h = append(h, Header{Key: k, Value: []byte(v)}) }
-	add(HeaderDLQTopic, r.Topic)
+	add(router.HeaderDLQTopic, r.Topic)
 	if meta.ConnectorName != "" {
-		add(HeaderDLQConnectorName, meta.ConnectorName)
-		add(HeaderDLQTaskID, "0")
+		add(router.HeaderDLQConnectorName, meta.ConnectorName)
+		add(router.HeaderDLQTaskID, "0")
 	}
 	if meta.Stage != "" {
-		add(HeaderDLQStage, meta.Stage)
+		add(router.HeaderDLQStage, meta.Stage)
 	}
-	add(HeaderDLQExceptionClass, class)
-	add(HeaderDLQExceptionMsg, msg)
-	add(HeaderDLQLSN, meta.LSN)
-	add(HeaderDLQSourceTable, meta.SourceTable)
+	add(router.HeaderDLQExceptionClass, class)
+	add(router.HeaderDLQExceptionMsg, msg)
+	add(router.HeaderDLQLSN, meta.LSN)
+	add(router.HeaderDLQSourceTable, meta.SourceTable)
 	if r.EventID != "" {
-		add(HeaderDLQEventID, r.EventID)
+		add(router.HeaderDLQEventID, r.EventID)
 	}
 	return Record{Topic: topic, Partition: -1, Key: r.Key, Value: r.Value, Headers: h, Timestamp: r.Timestamp, EventID: r.EventID}
 }

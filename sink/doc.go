@@ -1,9 +1,19 @@
 // Package sink owns the Kafka side of outboxrelay: the producer (acks=all,
 // Java-compatible murmur2 partitioning, idempotent by default), topic
 // creation, the dead-letter topic, the offsets topic that records the
-// confirmed position (Offsets, offsets.go) and the transactional sink of
-// exactly-once (TxnSink, txn*.go). Each record is sent asynchronously and acknowledged through a
+// confirmed position (Offsets, offsets.go), the transactional sink of
+// exactly-once (TxnSink, txn*.go), and the two relay.Delivery
+// implementations built on them (AtLeastOnce, delivery.go; ExactlyOnce,
+// txndelivery.go). Each record is sent asynchronously and acknowledged through a
 // per-record callback, which the checkpoint uses to move the confirmed LSN.
+//
+// The relay's data path reaches Kafka through one contract,
+// relay.Delivery, implemented here twice and chosen by the wiring from
+// exactly.once.support: AtLeastOnce (the producer; positions recorded in
+// the offsets topic, or nowhere in poll mode) and ExactlyOnce (TxnSink:
+// whole PostgreSQL transactions and their position in Kafka
+// transactions). Their errors carry internal/terminal marks, so the relay
+// decides retry-or-stop without knowing this package's sentinels.
 //
 // # Why not kafka-go's Writer
 //

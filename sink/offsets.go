@@ -11,7 +11,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
 )
 
 // Offsets records the position a connector last confirmed in a compacted
@@ -33,8 +35,8 @@ type Offsets struct {
 
 // ErrOffsetsUnusable: the offsets topic cannot be read or created, and
 // waiting will not help (credentials, authorization, a record that is not
-// a position); the error says what to fix.
-var ErrOffsetsUnusable = errors.New("offsets topic unusable")
+// a position); the error says what to fix. It is final: the relay stops.
+var ErrOffsetsUnusable = terminal.Final(errors.New("offsets topic unusable"))
 
 // fail classifies an error of Load as the producer classifies a failed
 // produce, and adds the fix where a config change cures it.
@@ -47,8 +49,8 @@ func (o *Offsets) fail(err error) error {
 
 // Offset is one recorded position, as outboxrelay or Debezium wrote it.
 type Offset struct {
-	LSN  uint64    // the confirmed position (Debezium's lsn)
-	Time time.Time // when it was recorded (Debezium: the event's commit time)
+	LSN  capture.LSN // the confirmed position (Debezium's lsn)
+	Time time.Time   // when it was recorded (Debezium: the event's commit time)
 	// Origin is the PostgreSQL server and timeline the position is on
 	// ("<system id>/<timeline>"); "" in values written without it (by
 	// Debezium, or by outboxrelay before 0.9).
@@ -57,7 +59,7 @@ type Offset struct {
 	// lsn_proc, messageType, txId and lsn_events_processed (0 or "" when
 	// absent). outboxrelay writes Commit = Proc = LSN and Type COMMIT: a
 	// position between two transactions.
-	Commit, Proc uint64
+	Commit, Proc capture.LSN
 	Type         string
 	Xid          int64
 	Events       int64
@@ -93,7 +95,7 @@ type offsetValue struct {
 
 // offset is the position a decoded value records.
 func (v offsetValue) offset() Offset {
-	return Offset{LSN: v.LSN, Time: time.UnixMicro(v.TsUsec), Origin: v.Origin, Commit: v.LSNCommit, Proc: v.LSNProc,
+	return Offset{LSN: capture.LSN(v.LSN), Time: time.UnixMicro(v.TsUsec), Origin: v.Origin, Commit: capture.LSN(v.LSNCommit), Proc: capture.LSN(v.LSNProc),
 		Type: v.Type, Xid: v.TxID, Events: v.Events, ByRelay: v.Relay,
 		InSnapshot: len(v.Snapshot) > 0 && string(v.Snapshot) != "false" && string(v.Snapshot) != "null" && !v.LastSnapshot && !v.SnapshotDone}
 }
@@ -136,7 +138,8 @@ func (o *Offsets) Save(ctx context.Context, pos Offset, ack func(error)) error {
 // value is the record value of pos, as Save and the transactional sink
 // write it.
 func (o *Offsets) value(pos Offset) ([]byte, error) {
-	v, err := json.Marshal(offsetValue{LSN: pos.LSN, LSNProc: pos.LSN, LSNCommit: pos.LSN, Type: "COMMIT", TxID: pos.Xid,
+	lsn := uint64(pos.LSN)
+	v, err := json.Marshal(offsetValue{LSN: lsn, LSNProc: lsn, LSNCommit: lsn, Type: "COMMIT", TxID: pos.Xid,
 		TsUsec: pos.Time.UnixMicro(), Origin: pos.Origin, Relay: true})
 	if err != nil {
 		return nil, fmt.Errorf("recording the position in %s: %w", o.topic, err)

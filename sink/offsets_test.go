@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
@@ -29,7 +30,7 @@ func TestOffsetsRoundTrip(t *testing.T) {
 	}
 	other := p.Offsets(topic, "another-connector", "order_db", -1)
 	a := newAcks()
-	for i, pos := range []uint64{0x100, 0x200, 0x300} {
+	for i, pos := range []capture.LSN{0x100, 0x200, 0x300} {
 		if err := o.Save(ctx, Offset{LSN: pos, Time: time.UnixMicro(int64(1000 + i))}, a.cb(fmt.Sprint(pos))); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestLoadReadsBackFromTheEnd(t *testing.T) {
 		t.Fatalf("first Load: found %v, err %v; want nothing", found, err)
 	}
 	a := newAcks()
-	save := func(connector string, lsn uint64) {
+	save := func(connector string, lsn capture.LSN) {
 		t.Helper()
 		if err := store(connector).Save(ctx, Offset{LSN: lsn, Time: time.UnixMicro(int64(lsn))}, a.cb(fmt.Sprint(connector, lsn))); err != nil {
 			t.Fatal(err)
@@ -87,7 +88,7 @@ func TestLoadReadsBackFromTheEnd(t *testing.T) {
 	save("early", 0x10) // offset 0; a window of 4, then 16, then 64 offsets reach it
 	save("gone", 0x20)
 	for i := range 60 {
-		save("busy", uint64(0x100+i))
+		save("busy", capture.LSN(0x100+i))
 	}
 	if err := p.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte(store("gone").Key())}, a.cb("tombstone")); err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestLoadReadsBackFromTheEnd(t *testing.T) {
 	for _, tc := range []struct {
 		connector string
 		found     bool
-		lsn       uint64
+		lsn       capture.LSN
 	}{{"early", true, 0x10}, {"busy", true, 0x100 + 59}, {"gone", false, 0}, {"never", false, 0}} {
 		pos, found, err := store(tc.connector).Load(ctx)
 		if err != nil || found != tc.found || pos.LSN != tc.lsn {
@@ -137,7 +138,7 @@ func TestLoadSkipsAbortedPositions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j := range 2 {
-			v, err := o.value(Offset{LSN: uint64(0x100 + 2*i + j), Time: time.Now()})
+			v, err := o.value(Offset{LSN: capture.LSN(0x100 + 2*i + j), Time: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,29 +4,21 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
-// Record is one Kafka record to send.
-type Record struct {
-	Topic string
-	// Partition is the partition to write to, or -1 to let the producer pick:
-	// Java's murmur2 of the key, or any partition for a null key.
-	Partition int
-	// Key and Value: nil means null (a null value is a tombstone); an empty
-	// non-nil slice is an empty byte string.
-	Key, Value []byte
-	Headers    []Header
-	// Timestamp is the record's CreateTime; zero means the time Send was called.
-	Timestamp time.Time
-	// EventID names the record in errors and logs (the outbox event id).
-	EventID string
-}
+// Record is one Kafka record to send: the router's, so that a routed
+// record reaches the producer as it is, without a copy. Partition -1 lets
+// the producer pick (Java's murmur2 of the key, or any partition for a
+// null key); nil Key or Value is null (a null value is a tombstone), an
+// empty non-nil slice an empty byte string; a zero Timestamp is the time
+// Send was called.
+type Record = router.Record
 
-// Header is one record header. A nil Value is a null header value.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is one record header (router.Header). A nil Value is a null
+// header value.
+type Header = router.Header
 
 // pending is a record owned by the producer from Send until its
 // acknowledgement. Its bytes live in one allocation, so a caller may reuse

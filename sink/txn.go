@@ -8,25 +8,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
 )
 
 // Errors of the transactional sink. A failure of a Kafka transaction is
-// one of them, wrapping the broker's error.
+// one of them, wrapping the broker's error; each is marked (package
+// terminal) with what it means for the relay: fenced and rejected end it,
+// aborted ends the session.
 var (
 	// ErrTxnFenced: another producer with the same transactional.id took
 	// over (InitProducerId since ours): this instance must stop.
-	ErrTxnFenced = errors.New("sink: fenced by a newer producer with the same transactional.id")
+	ErrTxnFenced = terminal.Final(errors.New("sink: fenced by a newer producer with the same transactional.id"))
 	// ErrTxnAborted: the Kafka transaction was aborted (a sequence the
 	// broker refused, an unknown producer id, a commit whose answer never
 	// came, ...). Nothing of it is visible to read_committed readers;
 	// relaying resumes from the last committed position.
-	ErrTxnAborted = errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position")
+	ErrTxnAborted = terminal.Session(errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position"))
 	// ErrTxnRejected: Kafka refused the transaction for a reason a retry
 	// does not cure (a record too large for the topic, a missing ACL, a
 	// transaction.timeout.ms the broker does not allow): the relay stops,
 	// and the error names what to change.
-	ErrTxnRejected = errors.New("sink: Kafka refused the transaction permanently")
+	ErrTxnRejected = terminal.Final(errors.New("sink: Kafka refused the transaction permanently"))
 )
 
 // Transaction boundaries (transaction.boundary).
@@ -82,7 +86,7 @@ type TxnSink struct {
 	boundaries int64 // boundaries queued so far (their sequence numbers)
 	flushWant  int64 // commit at least up to this boundary now
 	committed  int64 // the last boundary committed
-	pos        uint64
+	pos        capture.LSN
 	pending    int // records sent and not committed
 	broken     error
 	origin     string                              // the session's server and timeline, recorded with each position
@@ -111,9 +115,9 @@ type txnProducer interface {
 // txnItem is what Send and Boundary queue for the worker: a record, or a
 // boundary with its sequence number and position.
 type txnItem struct {
-	rec      *pending // nil for a boundary
-	seq      int64    // a boundary's sequence number
-	position uint64   // a boundary's position (0: none)
+	rec      *pending    // nil for a boundary
+	seq      int64       // a boundary's sequence number
+	position capture.LSN // a boundary's position (0: none)
 }
 
 // NewTxnSink makes a transactional sink on p's connections and
@@ -185,7 +189,7 @@ func (s *TxnSink) Send(ctx context.Context, r Record, onAck func(error)) error {
 // Boundary ends a PostgreSQL transaction (or marks a point between
 // records where a commit may fall, position 0): what was sent before may
 // be committed, with position recorded in the offsets topic.
-func (s *TxnSink) Boundary(position uint64) {
+func (s *TxnSink) Boundary(position capture.LSN) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
@@ -206,7 +210,7 @@ func (s *TxnSink) signal() {
 
 // Committed returns the position the last Kafka commit recorded, and
 // whether every record sent is committed (then anything acknowledged is).
-func (s *TxnSink) Committed() (position uint64, all bool) {
+func (s *TxnSink) Committed() (position capture.LSN, all bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pos, s.broken == nil && s.pending == 0
@@ -444,7 +448,7 @@ func (s *TxnSink) sleep(d time.Duration) bool {
 
 // committedUpTo records a commit: the boundary seq with position pos
 // (0: keep the last one), n records.
-func (s *TxnSink) committedUpTo(seq int64, pos uint64, n int) {
+func (s *TxnSink) committedUpTo(seq int64, pos capture.LSN, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.committed = max(s.committed, seq)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/outboxrelay/outboxrelay/capture"
 )
 
 // The shortest cap on how long a Kafka transaction stays open, as a
@@ -70,7 +72,7 @@ func (w *txnWorker) timedOut() error {
 	}
 	if w.spans+btoi(w.recs) <= 1 && limit <= floor && span > limit {
 		return fmt.Errorf("exactly-once: stopping: %w: the PostgreSQL transaction after position %s (first event %q%s) streams into Kafka for longer than transaction.timeout.ms %s even alone (%d records, streaming %s, open %s, aborted by the coordinator): raise transaction.timeout.ms, up to the broker's transaction.max.timeout.ms",
-			ErrTxnRejected, lsnString(w.s.committedPos()), w.first, w.commitPos(), w.s.cfg.Timeout, w.written, span.Round(time.Millisecond), age)
+			ErrTxnRejected, w.s.committedPos().String(), w.first, w.commitPos(), w.s.cfg.Timeout, w.written, span.Round(time.Millisecond), age)
 	}
 	if limit <= floor {
 		w.s.log.Warn("exactly-once: the coordinator aborted a small Kafka transaction for outliving transaction.timeout.ms: the broker or this machine is slow; retrying (raise transaction.timeout.ms if this repeats)",
@@ -123,7 +125,7 @@ func (w *txnWorker) commitPos() string {
 	if w.bPos == 0 {
 		return ""
 	}
-	return ", commit LSN " + lsnString(w.bPos)
+	return ", commit LSN " + w.bPos.String()
 }
 
 func btoi(b bool) int {
@@ -133,11 +135,8 @@ func btoi(b bool) int {
 	return 0
 }
 
-// lsnString formats a position as PostgreSQL writes an LSN.
-func lsnString(pos uint64) string { return fmt.Sprintf("%X/%X", pos>>32, uint32(pos)) }
-
 // committedPos is the position the last Kafka commit recorded.
-func (s *TxnSink) committedPos() uint64 {
+func (s *TxnSink) committedPos() capture.LSN {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pos

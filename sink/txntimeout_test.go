@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
@@ -24,7 +25,7 @@ func failNextWith(f *fakeTxn, err error, timedOut bool) {
 
 // sendTxn sends one PostgreSQL transaction of one record and its
 // boundary, and waits for the record's ack.
-func sendTxn(t *testing.T, s *TxnSink, v string, end uint64) error {
+func sendTxn(t *testing.T, s *TxnSink, v string, end capture.LSN) error {
 	t.Helper()
 	ack := sendValue(t, s, v)
 	s.Boundary(end)
@@ -150,7 +151,7 @@ func TestTxnSinkCommitsAtOpenLimit(t *testing.T) {
 	var acks []chan error
 	for i := range 3 {
 		acks = append(acks, sendValue(t, s, fmt.Sprint(i)))
-		s.Boundary(uint64(100 * (i + 1)))
+		s.Boundary(capture.LSN(100 * (i + 1)))
 	}
 	s.workMu.Unlock()
 	if err := s.Flush(context.Background()); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 )
 
@@ -33,7 +34,7 @@ type txnWorker struct {
 	batches  map[kafkabatch.TopicPartition]*txnBatch
 	order    []kafkabatch.TopicPartition // batches in first-use order
 	bSeq     int64                       // the last boundary in the transaction, not committed; 0: none
-	bPos     uint64                      // the last position among its boundaries
+	bPos     capture.LSN                 // the last position among its boundaries
 	carry    []txnItem                   // records after the last boundary, held back
 	sticky   map[string]int              // null-key partition per topic in this transaction
 	lastEnd  time.Time                   // when the last transaction committed
@@ -420,7 +421,7 @@ func (w *txnWorker) learnMarkers() {
 }
 
 // position is the offsets-topic record of pos, for the transaction.
-func (w *txnWorker) position(pos uint64) (kafkabatch.PartitionBatch, error) {
+func (w *txnWorker) position(pos capture.LSN) (kafkabatch.PartitionBatch, error) {
 	o := w.s.offsets
 	tp, err := w.positionPartition()
 	if err != nil {

@@ -239,32 +239,25 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 		return relay.Options{}, err
 	}
 	var src capture.Source
-	// Poll mode has no slot to lose (the table is its position): nothing
-	// is recorded in the offsets topic.
-	var positions relay.PositionStore
 	if set.Poll.Poll() {
 		src, err = poll.NewSource(&set.Postgres.Config, set.Poll, poll.SourceOptions{Log: log, Observer: m, Stuck: func(n int64) { m.pollStuck.Set(float64(n)) }})
 	} else {
 		src, err = replication.NewSource(&set.Postgres, replication.SourceOptions{Log: log, Observer: m})
-		positions = set.Positions(producer)
 	}
 	if err != nil {
 		return relay.Options{}, err
 	}
-	var out relay.Sink = &relay.ProducerSink{P: producer}
+	out, err := set.Delivery(producer, log)
+	if err != nil {
+		return relay.Options{}, err
+	}
 	if set.ExactlyOnce.Required {
-		ts, err := set.TxnSink(producer, log)
-		if err != nil {
-			return relay.Options{}, err
-		}
-		txs := &relay.TxnSink{S: ts}
-		out, positions = txs, txs
 		log.Info("exactly-once: Kafka transactions", "transactional.id", set.ExactlyOnce.TransactionalID, "transaction.boundary", set.ExactlyOnce.Boundary)
 	}
 	return relay.Options{
 		Source:         src,
 		Router:         set.Router,
-		Sink:           out,
+		Delivery:       out,
 		Log:            log,
 		Observer:       m,
 		Poison:         poison,
@@ -274,7 +267,6 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 		MaxInFlightBytes: set.Kafka.BufferMemory,
 		MaxRetries:       set.Postgres.MaxRetries,
 		RetryWait:        set.Postgres.RetryWait,
-		Positions:        positions,
 		RecordEvery:      set.Offsets.Every,
 	}, nil
 }

@@ -27,7 +27,7 @@ func (c *checker) start(ctx context.Context, set *setup.Setup) {
 	if !c.st.read {
 		return
 	}
-	store := set.Positions(c.prod)
+	store := set.AtLeastOnce(c.prod)
 	rec, found, err := store.Peek(ctx)
 	if err != nil {
 		c.fail(name, err.Error(), "")

@@ -169,14 +169,31 @@ func (s *Setup) Producer(log *slog.Logger) (*sink.Producer, error) {
 
 // Poison returns the poison-row policy, dead-lettering through p.
 func (s *Setup) Poison(p *sink.Producer, log *slog.Logger) (relay.Poison, error) {
-	return relay.NewPoisonPolicy(s.Tolerance, s.File.Name, p, s.Kafka.DeadLetterTopic, log)
+	return relay.NewPoisonPolicy(s.Tolerance, s.File.Name, sink.DeadLetters(p), s.Kafka.DeadLetterTopic, log)
 }
 
-// Positions returns the store of the confirmed position, in the offsets
-// topic through p.
-func (s *Setup) Positions(p *sink.Producer) relay.KafkaPositions {
+// AtLeastOnce returns the at-least-once delivery through p, recording the
+// confirmed position in the offsets topic; in poll mode, which has no
+// slot to lose (the table is its position), nowhere.
+func (s *Setup) AtLeastOnce(p *sink.Producer) *sink.AtLeastOnce {
+	if s.Poll.Poll() {
+		return sink.NewAtLeastOnce(p, nil)
+	}
 	o := s.Offsets
-	return relay.KafkaPositions{O: p.Offsets(o.Topic, o.Connector, s.Postgres.TopicPrefix, o.Replication)}
+	return sink.NewAtLeastOnce(p, p.Offsets(o.Topic, o.Connector, s.Postgres.TopicPrefix, o.Replication))
+}
+
+// Delivery returns the data path's delivery: exactly-once in Kafka
+// transactions with exactly.once.support=required, else at-least-once.
+func (s *Setup) Delivery(p *sink.Producer, log *slog.Logger) (relay.Delivery, error) {
+	if !s.ExactlyOnce.Required {
+		return s.AtLeastOnce(p), nil
+	}
+	txn, err := s.TxnSink(p, log)
+	if err != nil {
+		return nil, err
+	}
+	return sink.NewExactlyOnce(txn), nil
 }
 
 // TxnSink returns the transactional sink of exactly.once.support=required

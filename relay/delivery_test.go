@@ -4,19 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
 	"github.com/outboxrelay/outboxrelay/router"
-	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-// txnFake is a Transactional sink in memory: Send acks at once (written
-// inside the open transaction); commit commits up to the last boundary;
-// it is also the position store, as TxnSink is.
+// txnFake is an exactly-once Delivery in memory, as sink.ExactlyOnce is
+// the service's: Send acks at once (written inside the open transaction);
+// commit commits up to the last End; Open reads the committed position;
+// what may be confirmed is held at it (committedFake).
 type txnFake struct {
 	mu         sync.Mutex
 	sent       []string // event ids, in Send order
@@ -25,19 +26,45 @@ type txnFake struct {
 	pos        capture.LSN // committed position
 	origin     string      // the committed position's origin
 	err        error
+	opened     int    // Open calls
+	streamed   string // the origin Confirmable was given
 }
 
-func (f *txnFake) SessionOrigin(string) string {
+func (f *txnFake) Open(context.Context, Opening) (Recorded, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.origin
+	f.opened++
+	return Recorded{End: f.pos, Origin: f.origin, By: ByRelay}, f.pos != 0, nil
 }
 
-func (s *fakeStream) Origin() (string, bool) {
-	if s.origin == "" {
-		return "srv/1", !s.created
+func (f *txnFake) Confirmable(ck capture.Progress, st Streaming) capture.Progress {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.streamed = st.Origin
+	return &committedFake{Progress: ck, f: f, start: st.From}
+}
+
+// committedFake holds the checkpoint's progress at the fake's commits.
+type committedFake struct {
+	capture.Progress
+	f     *txnFake
+	start capture.LSN
+}
+
+func (p *committedFake) Confirmed() capture.LSN {
+	c := p.Progress.Confirmed()
+	if pos, all := p.f.Committed(); !all {
+		c = max(min(c, pos), p.start)
 	}
-	return s.origin, !s.created
+	return c
+}
+
+func (p *committedFake) InFlight() int {
+	n := p.Progress.InFlight()
+	if _, all := p.f.Committed(); !all {
+		n = max(n, 1)
+	}
+	return n
 }
 
 func (f *txnFake) Send(_ context.Context, r *router.Record, ack func(error)) error {
@@ -54,7 +81,7 @@ func (f *txnFake) Send(_ context.Context, r *router.Record, ack func(error)) err
 
 func (f *txnFake) Flush(context.Context) error { return nil }
 
-func (f *txnFake) Boundary(end capture.LSN) {
+func (f *txnFake) End(end capture.LSN) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.boundaries = append(f.boundaries, end)
@@ -82,17 +109,13 @@ func (f *txnFake) Err() error {
 	return f.err
 }
 
-func (f *txnFake) Load(context.Context) (Recorded, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return Recorded{End: f.pos, Origin: f.origin, By: ByRelay}, f.pos != 0, nil
-}
-func (f *txnFake) Save(_ context.Context, _ capture.LSN, _ string, ack func(error)) error {
+func (f *txnFake) Record(_ context.Context, _ capture.LSN, _ string, ack func(error)) error {
 	ack(nil)
 	return nil
 }
 func (f *txnFake) Where() string  { return "memory" }
 func (f *txnFake) Forget() string { return "forget it" }
+func (f *txnFake) Close() error   { return nil }
 
 func (f *txnFake) state() ([]string, []capture.LSN) {
 	f.mu.Lock()
@@ -109,8 +132,8 @@ func TestConfirmsOnlyWhatKafkaCommitted(t *testing.T) {
 	evs := append(tx(100, 140, outboxRow("e1", "order"), outboxRow("e2", "order")), tx(200, 240, outboxRow("e3", "order"))...)
 	st := newFakeStream(50, evs...)
 	ts := &txnFake{}
-	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
-	opt.Positions = ts
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, nil)
+	opt.Delivery = ts
 	stop := runAsync(t, opt)
 	waitUntil(t, "three records sent", func() bool { s, b := ts.state(); return len(s) == 3 && len(b) == 2 })
 	if got := st.confirmed(); got != 50 {
@@ -133,8 +156,8 @@ func TestConfirmsOnlyWhatKafkaCommitted(t *testing.T) {
 func TestStopIncompleteWhileKafkaUncommitted(t *testing.T) {
 	st := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"))...)
 	ts := &txnFake{}
-	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
-	opt.Positions = ts
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, nil)
+	opt.Delivery = ts
 	stop := runAsync(t, opt)
 	waitUntil(t, "the record sent", func() bool { s, _ := ts.state(); return len(s) == 1 })
 	if err := stop(); err != nil {
@@ -156,8 +179,8 @@ func TestSkipsWhatKafkaCommitted(t *testing.T) {
 	st := newFakeStream(50, evs...)
 	st.end = capture.ErrEnd
 	ts := &txnFake{pos: 240, origin: "srv/1"}
-	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
-	opt.Positions = ts
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, nil)
+	opt.Delivery = ts
 	if err := Run(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +208,8 @@ func TestSkipsNothingOnAnotherOrigin(t *testing.T) {
 		st := newFakeStream(50, evs...)
 		st.end, st.origin, st.created = capture.ErrEnd, tc.stream, tc.created
 		ts := &txnFake{pos: 240, origin: tc.recorded}
-		opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
-		opt.Positions = ts
+		opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, nil)
+		opt.Delivery = ts
 		if err := Run(context.Background(), opt); err != nil {
 			t.Fatal(err)
 		}
@@ -196,82 +219,76 @@ func TestSkipsNothingOnAnotherOrigin(t *testing.T) {
 	}
 }
 
-// TestTransactionErrorsRetryOrStop: an aborted Kafka transaction ends
-// the session and the next resumes; a fenced one stops the relay with
-// the takeover named.
+// TestTransactionErrorsRetryOrStop: an aborted Kafka transaction (marked
+// a session error where it arises) ends the session and the next resumes;
+// a fenced one (marked final) stops the relay with the takeover named.
+// sink's TestTxnErrorsMarked pins the marks of its sentinels.
 func TestTransactionErrorsRetryOrStop(t *testing.T) {
 	r := &relay{opt: Options{Source: &fakeSource{}}}
-	aborted := fmt.Errorf("%w: %w", sink.ErrTxnAborted, errors.New("OUT_OF_ORDER_SEQUENCE_NUMBER"))
+	errAborted := terminal.Session(errors.New("sink: the Kafka transaction was aborted"))
+	aborted := fmt.Errorf("%w: %w", errAborted, errors.New("OUT_OF_ORDER_SEQUENCE_NUMBER"))
 	if !r.retryable(aborted) || !r.retryable(fmt.Errorf("%w: %w", ErrRecordFailed, aborted)) {
 		t.Error("an aborted transaction must be retried from the last committed position")
 	}
 	// Regression (review of issue 17, finding 9): a permanent refusal
 	// (MESSAGE_TOO_LARGE, a missing ACL) was retried as aborted for ever.
-	if r.retryable(fmt.Errorf("%w: %w", sink.ErrTxnRejected, errors.New("MESSAGE_TOO_LARGE"))) {
+	errRejected := terminal.Final(errors.New("sink: Kafka refused the transaction permanently"))
+	if r.retryable(fmt.Errorf("%w: %w", errRejected, errors.New("MESSAGE_TOO_LARGE"))) {
 		t.Error("a transaction Kafka refused permanently must stop the relay")
 	}
-	fenced := fmt.Errorf("exactly-once: fenced: another outboxrelay took over: %w", sink.ErrTxnFenced)
+	errFenced := terminal.Final(errors.New("sink: fenced by a newer producer"))
+	fenced := fmt.Errorf("exactly-once: fenced: another outboxrelay took over: %w", errFenced)
 	if r.retryable(fenced) {
 		t.Error("a fenced producer must stop the relay")
 	}
 	st := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"))...)
 	ts := &txnFake{err: fenced}
-	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, ts)
-	opt.Positions = ts
-	if err := Run(context.Background(), opt); !errors.Is(err, sink.ErrTxnFenced) {
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, nil)
+	opt.Delivery = ts
+	if err := Run(context.Background(), opt); !errors.Is(err, errFenced) {
 		t.Fatalf("Run: %v; want the fenced error", err)
 	}
 }
 
-// TestCommittedProgress: the confirmed position with a transactional
-// sink is the checkpoint's while every record is committed, else held at
-// the last commit, never below the slot's own position.
-func TestCommittedProgress(t *testing.T) {
-	ck := NewCheckpoint(100)
-	tr, _ := ck.Begin(150)
-	tr.Add(1)
-	tr.Ack(nil)
-	if err := tr.Commit(150, 180); err != nil {
+// Regression (review of issue 17, finding 11): a transactional sink used
+// only as the sink (not also as the position store) never had its
+// sessions started, and every transaction failed and was retried for
+// ever. One Delivery now does both: every session opens it, before the
+// stream opens, and gives it the stream's origin.
+func TestEverySessionOpensTheDelivery(t *testing.T) {
+	first := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"))...)
+	first.end = fmt.Errorf("receiving WAL: %w", io.ErrUnexpectedEOF)
+	second := newFakeStream(140)
+	second.end, second.origin = capture.ErrEnd, "srv/2"
+	ts := &txnFake{}
+	src := &openCounter{fakeSource: &fakeSource{streams: []*fakeStream{first, second}}, delivery: ts}
+	opt := testOptions(t, src, nil)
+	opt.Delivery = ts
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), opt) }()
+	waitUntil(t, "e1 sent", func() bool { s, _ := ts.state(); return len(s) == 1 })
+	ts.commit()
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	ts := &txnFake{uncommited: 1}
-	p := &committedProgress{Checkpoint: ck, sink: ts, start: 100}
-	if got := p.Confirmed(); got != 100 {
-		t.Errorf("uncommitted records, no commit yet: confirmed %s; want the slot's 0/64", got)
-	}
-	// Regression (review of issue 17, finding 11): InFlight was the
-	// checkpoint's, 0 while records waited for the Kafka commit, so the
-	// commit reached the slot only at the next status interval.
-	if got := p.InFlight(); got == 0 {
-		t.Error("InFlight 0 while a record is not committed in Kafka")
-	}
-	ts.pos = 120
-	if got := p.Confirmed(); got != 120 {
-		t.Errorf("uncommitted records: confirmed %s; want the last commit's 0/78", got)
-	}
-	ts.err = sink.ErrTxnAborted
-	if got := p.Confirmed(); got != 120 {
-		t.Errorf("aborted: confirmed %s; want the last commit's 0/78", got)
-	}
-	ts.err, ts.uncommited = nil, 0
-	if got := p.Confirmed(); got != 180 {
-		t.Errorf("all committed: confirmed %s; want the checkpoint's 0/B4", got)
-	}
-	// Regression (finding 11): Confirmed went back to the last commit's
-	// position once a new record was sent after everything was committed.
-	ts.uncommited = 1
-	if got := p.Confirmed(); got != 180 {
-		t.Errorf("a new record after all committed: confirmed %s; want 0/B4 still (never backwards)", got)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.opened != 2 || !slices.Equal(src.openedBefore, []int{1, 2}) || ts.streamed != "srv/2" {
+		t.Fatalf("opened %d times (before the stream: %v), last origin %q; want 2, each before its stream, srv/2", ts.opened, src.openedBefore, ts.streamed)
 	}
 }
 
-// Regression (review of issue 17, finding 11): a Transactional sink used
-// only as Sink never had its sessions started, and every transaction
-// failed and was retried for ever; Run refuses it.
-func TestRunRefusesTransactionalWithoutPositions(t *testing.T) {
-	ts := &txnFake{}
-	opt := testOptions(t, &fakeSource{streams: []*fakeStream{newFakeStream(50)}}, ts)
-	if err := Run(context.Background(), opt); err == nil || !strings.Contains(err.Error(), "Options.Positions") {
-		t.Fatalf("Run: %v; want the refusal naming Options.Positions", err)
-	}
+// openCounter notes, at each stream's Open, how often the delivery was
+// opened.
+type openCounter struct {
+	*fakeSource
+	delivery     *txnFake
+	openedBefore []int
+}
+
+func (o *openCounter) Open(ctx context.Context, known capture.Known) (capture.Stream, error) {
+	o.delivery.mu.Lock()
+	o.openedBefore = append(o.openedBefore, o.delivery.opened)
+	o.delivery.mu.Unlock()
+	return o.fakeSource.Open(ctx, known)
 }
