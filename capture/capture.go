@@ -9,8 +9,14 @@
 // rows and keeps a Progress that the source reads to learn how far it may
 // confirm (invariant 1 of DESIGN.md).
 //
-// The package imports no other package of the project, so that sources
-// depend neither on the router nor on the sink.
+// Positions are the package's own type, LSN (a WAL location, or poll
+// mode's batch number); State is what sources and relay report to their
+// observers; Source.Holds and Stream.Origin tell the relay whether this
+// instance still holds the failover lock and which server and timeline a
+// stream's positions belong to.
+//
+// The package imports no other package of the project and no PostgreSQL
+// library, so that sources depend neither on the router nor on the sink.
 package capture
 
 import (

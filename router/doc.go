@@ -4,9 +4,12 @@
 // value bytes, headers and timestamp.
 //
 // The package is pure: no I/O, no goroutines, no package-level state, and
-// of the project it imports only capture, whose row it reads. It is
-// the single place where EventRouter semantics live, so that the replication
-// stream and the snapshot reader route rows identically.
+// of the project it imports only capture, whose row it reads, and
+// internal/confkey, through which it reads its options. It is the single
+// place where EventRouter semantics live, so that both capture sources
+// (logical replication, with its snapshot, and poll mode) route rows
+// identically. It also names the dead-letter headers (HeaderDLQ*) that the
+// relay's dead-letter topic and the consumer library both write.
 //
 // ParseConfig reads the connector JSON (transforms.<alias>.* options, the
 // converters, extended.headers.enabled, topic.prefix); New compiles it into

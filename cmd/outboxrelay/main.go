@@ -231,8 +231,9 @@ func build(cfg *config.Config, shadow string, log *slog.Logger) (*setup.Setup, *
 }
 
 // wire connects the data path: the capture source (logical replication, or
-// polling under outbox.capture.mode=poll), the router, the
-// producer as the sink, the poison policy and the metrics.
+// polling under outbox.capture.mode=poll), the router, the delivery
+// (at-least-once through the producer, or exactly-once: set.Delivery), the
+// poison policy and the metrics.
 func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logger) (relay.Options, error) {
 	poison, err := set.Poison(producer, log)
 	if err != nil {

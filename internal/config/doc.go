@@ -1,8 +1,9 @@
 // Package config loads the Debezium connector JSON that users register with
 // Kafka Connect and splits it into the parts of the relay that read it: the
 // router (EventRouter and converters), the PostgreSQL side (connection, slot,
-// publication, snapshot), the Kafka producer, and the relay's own retry and
-// error keys.
+// publication, snapshot), the Kafka producer, and the relay's own keys
+// (retries and errors, the offsets topic, exactly-once, poll mode, the
+// janitor), by the sections each key's declaration names.
 //
 // Loading is pure: no network. It resolves Kafka's config providers
 // (${env:NAME}, ${file:path:key}) because passwords usually come from them,

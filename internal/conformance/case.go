@@ -8,6 +8,10 @@
 // ParseCase). A record pair is "byte-equal", or equal once a documented
 // difference (docs/compatibility.md, named in the case) is applied; anything
 // else fails the run. The test writes a Markdown report.
+//
+// One runner (Env.Run) serves both comparisons, picked by its Mode:
+// AgainstDebezium (the above), and PollAgainstLogical, outboxrelay's poll
+// mode against its logical mode on the insert-only cases, with no Debezium.
 package conformance
 
 import (

@@ -2,8 +2,10 @@
 // configuration of every component, once, for run, check and verify alike:
 // the router's options (and placements), the PostgreSQL side, poll mode,
 // the producer, the offsets topic, exactly-once, the janitor and the
-// poison-row policy; Shadow turns it into a shadow run's. Nothing here
-// connects.
+// poison-row policy; Shadow turns it into a shadow run's. From it the
+// wiring builds the producer (Producer) and the relay's delivery of the
+// configured guarantee (Delivery: at-least-once or exactly-once).
+// Nothing here connects.
 package setup
 
 import (

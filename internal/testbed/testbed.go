@@ -3,6 +3,11 @@
 // when the service's variable is unset the test is skipped with one line
 // saying how to run it, unless OUTBOXRELAY_REQUIRE_SERVICES=1 (make test, CI),
 // in which case it fails, so a broken bed can never pass as "all skipped".
+//
+// It also holds the one private bed (StartPrivateBed: a PostgreSQL and a
+// Kafka of a test's own, for the tests that stop, pause or kill a service),
+// private PostgreSQL clusters (StartPrivateCluster: settings the shared bed
+// cannot take) and the example connector.
 package testbed
 
 import (
