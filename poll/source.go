@@ -71,6 +71,9 @@ func NewSource(pg *postgres.Config, cfg Config, opt SourceOptions) (*Source, err
 	if opt.Rebalance <= 0 {
 		opt.Rebalance = time.Second
 	}
+	if opt.Observer == nil {
+		opt.Observer = nopObserver{}
+	}
 	return &Source{pg: pg, cfg: cfg, opt: opt}, nil
 }
 
@@ -134,8 +137,10 @@ func (s *Source) Open(ctx context.Context, known capture.Known) (_ capture.Strea
 	return st, nil
 }
 
-func (s *Source) state(st capture.State) {
-	if s.opt.Observer != nil {
-		s.opt.Observer.State(st)
-	}
-}
+func (s *Source) state(st capture.State) { s.opt.Observer.State(st) }
+
+// nopObserver is the Observer of a source given none.
+type nopObserver struct{}
+
+func (nopObserver) State(capture.State) {}
+func (nopObserver) Pending(time.Time)   {}

@@ -110,9 +110,7 @@ func (s *stream) tick(ctx context.Context) error {
 	if err := s.markConfirmed(ctx); err != nil {
 		return err
 	}
-	if s.src.opt.Observer != nil {
-		s.src.opt.Observer.Pending(s.p.Oldest())
-	}
+	s.src.opt.Observer.Pending(s.p.Oldest())
 	if len(s.pending) == 0 {
 		if s.rebalanceDue() {
 			s.lastBalance = time.Now()

@@ -32,3 +32,12 @@ type Observer interface {
 	// (START_REPLICATION sent). The relay reports retrying and stopped.
 	State(state capture.State)
 }
+
+// nopObserver is the Observer of a source given none.
+type nopObserver struct{}
+
+func (nopObserver) Skipped(string)            {}
+func (nopObserver) Received(_, _ capture.LSN) {}
+func (nopObserver) Confirmed(capture.LSN)     {}
+func (nopObserver) Pending(time.Time)         {}
+func (nopObserver) State(capture.State)       {}

@@ -61,6 +61,9 @@ func NewSource(cfg *Config, opt SourceOptions) (*Source, error) {
 	if opt.StandbyPoll <= 0 {
 		opt.StandbyPoll = time.Second
 	}
+	if opt.Observer == nil {
+		opt.Observer = nopObserver{}
+	}
 	return &Source{cfg: cfg, opt: opt}, nil
 }
 
@@ -122,11 +125,7 @@ func (s *Source) dropLock() {
 	}
 }
 
-func (s *Source) state(st capture.State) {
-	if s.opt.Observer != nil {
-		s.opt.Observer.State(st)
-	}
-}
+func (s *Source) state(st capture.State) { s.opt.Observer.State(st) }
 
 // Open takes the failover lock (waiting as standby while another instance
 // holds it) and opens a session. The slot may still look active for a

@@ -265,13 +265,11 @@ func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, err
 		// WAL end is reported after the relay applied it, so that the lag
 		// of an idle outbox reads 0.
 		if !s.inTx {
-			s.walReport = s.src.opt.Observer != nil
+			s.walReport = true
 			s.ev = capture.Event{Kind: capture.KindIdle, LSN: walEnd}
 			return &s.ev, nil
 		}
-		if s.src.opt.Observer != nil {
-			s.src.opt.Observer.Received(s.p.Confirmed(), walEnd)
-		}
+		s.src.opt.Observer.Received(s.p.Confirmed(), walEnd)
 		return nil, s.maybeStatus(ctx, time.Now(), s.replyDue)
 	case pglogrepl.XLogDataByteID:
 		xld, err := pglogrepl.ParseXLogData(data[1:])
@@ -280,9 +278,7 @@ func (s *stream) copyData(ctx context.Context, data []byte) (*capture.Event, err
 		}
 		if walEnd := capture.LSN(xld.ServerWALEnd); walEnd > s.serverWALEnd {
 			s.serverWALEnd = walEnd
-			if s.src.opt.Observer != nil {
-				s.src.opt.Observer.Received(s.p.Confirmed(), walEnd)
-			}
+			s.src.opt.Observer.Received(s.p.Confirmed(), walEnd)
 		}
 		return s.walData(ctx, capture.LSN(xld.WALStart), xld.WALData)
 	}
@@ -395,11 +391,7 @@ func (s *stream) relation(ctx context.Context, r *RelationMessage) error {
 	return nil
 }
 
-func (s *stream) skip(reason string) {
-	if s.src.opt.Observer != nil {
-		s.src.opt.Observer.Skipped(reason)
-	}
-}
+func (s *stream) skip(reason string) { s.src.opt.Observer.Skipped(reason) }
 
 // rowEvent binds one decoded row of any table; rows of other tables are
 // counted and not yielded.
@@ -469,12 +461,10 @@ func (s *stream) maybeStatus(ctx context.Context, now time.Time, force bool) err
 	if err != nil {
 		return fmt.Errorf("sending standby status update (confirmed %s): %w", confirmed, err)
 	}
-	if obs := s.src.opt.Observer; obs != nil {
-		if confirmed != s.lastConfirmed {
-			obs.Confirmed(confirmed)
-		}
-		obs.Pending(s.p.Oldest())
+	if confirmed != s.lastConfirmed {
+		s.src.opt.Observer.Confirmed(confirmed)
 	}
+	s.src.opt.Observer.Pending(s.p.Oldest())
 	s.lastStatus = now
 	s.lastConfirmed = confirmed
 	s.replyDue = false
