@@ -1,3 +1,16 @@
+// Package exactlyonce is the exactly-once sink
+// (exactly.once.support=required, DESIGN.md invariant 10): Sink writes the
+// records of whole PostgreSQL transactions, and last the offsets-topic
+// record of the position after them, in one Kafka transaction, so that a
+// read_committed reader sees both or neither; Delivery is the relay's
+// relay.Delivery on it. One worker goroutine (worker.go) drives the
+// transactional producer (internal/kafkabatch.TxnProducer): it batches per
+// partition, commits at a PostgreSQL transaction's end (boundary), holds
+// back the records of one not yet ended, and tells a coordinator's
+// timeout abort from a takeover by another instance (timeout.go).
+//
+// It is built on package sink's producer (its connections, configuration
+// and partition counts) and offsets topic; sink does not import it.
 package exactlyonce
 
 import (
