@@ -126,7 +126,7 @@ func TestLoadSkipsAbortedPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush(t, p, 30*time.Second)
-	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnConfig{TransactionalID: topic}, nil)
+	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnProducerConfig{TransactionalID: topic}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func (p *Producer) Config() Config { return p.cfg }
 // connection to the transaction coordinator, dialed as p's are (TLS,
 // SASL). It does not connect.
 func (p *Producer) TxnProducer(transactionalID string, timeout time.Duration, log *slog.Logger) (*kafkabatch.TxnProducer, error) {
-	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnConfig{TransactionalID: transactionalID, TransactionTimeout: timeout,
+	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnProducerConfig{TransactionalID: transactionalID, TransactionTimeout: timeout,
 		Compression: kafkabatch.Compression(p.cfg.Compression), RetryBackoff: p.cfg.RetryBackoff, RetryBackoffMax: p.cfg.RetryBackoffMax,
 		MaxRequestSize: p.cfg.MaxRequestSize, Dial: p.dialBroker}, log)
 	if err != nil {

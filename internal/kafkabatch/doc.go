@@ -15,7 +15,7 @@
 // TxnProducer, on top, is the transactional producer state machine
 // (InitProducerId, AddPartitionsToTxn, produce with sequences, EndTxn) over
 // kafka-go's Client, AddPartitionsToTxn and EndTxn on a connection of its
-// own to the transaction coordinator when TxnConfig.Dial is set (txncoord.go). Committed and FetchCommitted read the way a Java
+// own to the transaction coordinator when TxnProducerConfig.Dial is set (txncoord.go). Committed and FetchCommitted read the way a Java
 // read_committed consumer does, which kafka-go's fetch does not (it
 // delivers aborted records).
 //
