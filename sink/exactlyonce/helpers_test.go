@@ -40,9 +40,13 @@ func txnBedProducer(t *testing.T) *sink.Producer {
 	return p
 }
 
-// bedClient is a client of p's brokers, to read what the sink committed.
-func bedClient(p *sink.Producer) *kafka.Client {
-	return &kafka.Client{Addr: kafka.TCP(p.Config().Brokers...), Timeout: 5 * time.Second}
+// bedClient is a client of p's brokers with a transport of its own (the
+// shared default transport's metadata cache may predate a topic the test
+// just created), to read what the sink committed, and what closes its
+// connections.
+func bedClient(p *sink.Producer) (*kafka.Client, func()) {
+	tr := &kafka.Transport{}
+	return &kafka.Client{Addr: kafka.TCP(p.Config().Brokers...), Timeout: 5 * time.Second, Transport: tr}, tr.CloseIdleConnections
 }
 
 // acks records each record's ack by event id.

@@ -42,8 +42,10 @@ func waitCommitted(t *testing.T, p *sink.Producer, topic, want string) string {
 func committedValues(t *testing.T, p *sink.Producer, topic string, parts int) []string {
 	t.Helper()
 	var out []string
+	c, done := bedClient(p)
+	defer done()
 	for part := range parts {
-		f, err := kafkabatch.FetchCommitted(context.Background(), bedClient(p), kafkabatch.TopicPartition{Topic: topic, Partition: part}, 0, 1<<20)
+		f, err := kafkabatch.FetchCommitted(context.Background(), c, kafkabatch.TopicPartition{Topic: topic, Partition: part}, 0, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
