@@ -23,7 +23,7 @@ type partitionWorker struct {
 
 	mu     sync.Mutex
 	queue  []*pending
-	queued int // bytes in queue, by recordSize
+	queued int // bytes in queue, by kafkabatch.RecordSize
 	closed bool
 	// lingering: the worker sleeps until linger.ms of the oldest queued
 	// record passes. A push then wakes it only if it fills the batch, not
