@@ -14,7 +14,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
-// txnFake is an exactly-once Delivery in memory, as sink.ExactlyOnce is
+// txnFake is an exactly-once Delivery in memory, as exactlyonce.Delivery is
 // the service's: Send acks at once (written inside the open transaction);
 // commit commits up to the last End; Open reads the committed position;
 // what may be confirmed is held at it (committedFake).

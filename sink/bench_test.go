@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // BenchmarkSend measures records/s through the producer to kfake: 300-byte
@@ -30,7 +32,7 @@ func BenchmarkSend(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		if err := p.Send(ctx, Record{Topic: "bench", Partition: -1, Key: keys[i%len(keys)], Value: value, EventID: "e"}, ack); err != nil {
+		if err := p.Send(ctx, router.Record{Topic: "bench", Partition: -1, Key: keys[i%len(keys)], Value: value, EventID: "e"}, ack); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -54,7 +56,7 @@ func BenchmarkProduceRoundTrip(b *testing.B) {
 	ack := func(err error) { done <- err }
 	ctx := context.Background()
 	send := func() {
-		if err := p.Send(ctx, Record{Topic: "bench", Partition: 0, Key: []byte("k"), Value: value, EventID: "e"}, ack); err != nil {
+		if err := p.Send(ctx, router.Record{Topic: "bench", Partition: 0, Key: []byte("k"), Value: value, EventID: "e"}, ack); err != nil {
 			b.Fatal(err)
 		}
 		if err := <-done; err != nil {

@@ -33,7 +33,7 @@ type DLQMeta struct {
 // value and headers, sent to topic, plus the error headers. The original
 // topic goes in __connect.errors.topic. The record is keyed like the
 // original, so one key's dead letters keep their order.
-func DeadLetterRecord(topic string, r Record, cause error, meta DLQMeta) Record {
+func DeadLetterRecord(topic string, r router.Record, cause error, meta DLQMeta) router.Record {
 	class := meta.ErrorClass
 	if class == "" {
 		class = errorClass(cause)
@@ -42,9 +42,9 @@ func DeadLetterRecord(topic string, r Record, cause error, meta DLQMeta) Record 
 	if cause != nil {
 		msg = cause.Error()
 	}
-	h := make([]Header, 0, len(r.Headers)+9)
+	h := make([]router.Header, 0, len(r.Headers)+9)
 	h = append(h, r.Headers...)
-	add := func(k, v string) { h = append(h, Header{Key: k, Value: []byte(v)}) }
+	add := func(k, v string) { h = append(h, router.Header{Key: k, Value: []byte(v)}) }
 	add(router.HeaderDLQTopic, r.Topic)
 	if meta.ConnectorName != "" {
 		add(router.HeaderDLQConnectorName, meta.ConnectorName)
@@ -60,7 +60,7 @@ func DeadLetterRecord(topic string, r Record, cause error, meta DLQMeta) Record 
 	if r.EventID != "" {
 		add(router.HeaderDLQEventID, r.EventID)
 	}
-	return Record{Topic: topic, Partition: -1, Key: r.Key, Value: r.Value, Headers: h, Timestamp: r.Timestamp, EventID: r.EventID}
+	return router.Record{Topic: topic, Partition: -1, Key: r.Key, Value: r.Value, Headers: h, Timestamp: r.Timestamp, EventID: r.EventID}
 }
 
 // causeNames are the sink's sentinels a dead letter can be caused by,
@@ -168,12 +168,12 @@ func unwrapAll(err error) []error {
 // when missing. It acknowledges like Send. A record too large for Kafka is
 // dead-lettered without its value (the headers say why), since the copy
 // would be refused too.
-func (p *Producer) DeadLetter(ctx context.Context, r Record, cause error, meta DLQMeta, onAck func(error)) error {
+func (p *Producer) DeadLetter(ctx context.Context, r router.Record, cause error, meta DLQMeta, onAck func(error)) error {
 	if p.cfg.DeadLetterTopic == "" {
 		return ErrNoDeadLetterTopic
 	}
 	d := DeadLetterRecord(p.cfg.DeadLetterTopic, r, cause, meta)
-	if recordSize(d)+batchOverhead > p.cfg.MaxRequestSize {
+	if _, err := SizeOf(d, p.cfg.MaxRequestSize); err != nil {
 		d.Value = nil
 	}
 	if err := p.Send(ctx, d, onAck); err != nil {

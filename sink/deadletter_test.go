@@ -19,8 +19,8 @@ func TestDeadLetter(t *testing.T) {
 	cfg.DeadLetterTopic = "outbox.dlq"
 	p := newTestProducer(t, cfg)
 	a := newAcks()
-	orig := Record{Topic: "outbox.event.order", Partition: -1, Key: []byte("9191642889"), Value: []byte(`{"x":1}`),
-		Headers: []Header{{Key: "id", Value: []byte("ev-1")}}, EventID: "ev-1"}
+	orig := router.Record{Topic: "outbox.event.order", Partition: -1, Key: []byte("9191642889"), Value: []byte(`{"x":1}`),
+		Headers: []router.Header{{Key: "id", Value: []byte("ev-1")}}, EventID: "ev-1"}
 	cause := &RecordError{Topic: orig.Topic, Partition: -1, EventID: "ev-1", Err: ErrTopicMissing}
 	meta := DLQMeta{LSN: "0/16B3748", SourceTable: "public.outbox", ConnectorName: "orders-outbox", Stage: "KAFKA_PRODUCE"}
 	if err := p.DeadLetter(context.Background(), orig, cause, meta, a.cb("dlq")); err != nil {
@@ -67,7 +67,7 @@ func TestDeadLetter(t *testing.T) {
 func TestDeadLetterWithoutTopic(t *testing.T) {
 	_, addr := newCluster(t, kfake.SeedTopics(1, "x"))
 	p := newTestProducer(t, fastConfig(addr))
-	if err := p.DeadLetter(context.Background(), Record{Topic: "x"}, nil, DLQMeta{}, func(error) {}); err != ErrNoDeadLetterTopic {
+	if err := p.DeadLetter(context.Background(), router.Record{Topic: "x"}, nil, DLQMeta{}, func(error) {}); err != ErrNoDeadLetterTopic {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -37,7 +37,7 @@ func (d *AtLeastOnce) Open(ctx context.Context, _ relay.Opening) (relay.Recorded
 	if d.offsets == nil {
 		return relay.Recorded{}, false, nil
 	}
-	pos, found, err := loadRecorded(ctx, d.offsets.Load, d.offsets)
+	pos, found, err := d.offsets.Recorded(d.offsets.Load(ctx))
 	return pos, found, markCert(err)
 }
 
@@ -47,7 +47,7 @@ func (d *AtLeastOnce) Peek(ctx context.Context) (relay.Recorded, bool, error) {
 	if d.offsets == nil {
 		return relay.Recorded{}, false, nil
 	}
-	return loadRecorded(ctx, d.offsets.Read, d.offsets)
+	return d.offsets.Recorded(d.offsets.Read(ctx))
 }
 
 // Confirmable is the checkpoint's progress: an acknowledgement is the
@@ -57,7 +57,7 @@ func (d *AtLeastOnce) Confirmable(ck capture.Progress, _ relay.Streaming) captur
 // Send hands the router's record to the producer, which copies it before
 // returning; a record too large for Kafka is rejected as poison.
 func (d *AtLeastOnce) Send(ctx context.Context, r *router.Record, ack func(error)) error {
-	return rejectTooLarge(d.producer.Send(ctx, *r, ack))
+	return Marked(d.producer.Send(ctx, *r, ack))
 }
 
 // End means nothing at least once: every record is delivered on its own.
@@ -86,7 +86,7 @@ func (d *AtLeastOnce) Forget() string {
 	if d.offsets == nil {
 		return ""
 	}
-	return forget(d.offsets)
+	return d.offsets.Forget()
 }
 
 // Flush waits for every record sent so far.
@@ -99,15 +99,16 @@ func (d *AtLeastOnce) Err() error { return nil }
 // stopped (its dead-letter topic and pings share it).
 func (d *AtLeastOnce) Close() error { return nil }
 
-// forget says how to delete the position recorded in o.
-func forget(o *Offsets) string {
+// Forget says how to delete the position recorded in o.
+func (o *Offsets) Forget() string {
 	return fmt.Sprintf("a record with key %s and a null value in topic %s, or another offsets.storage.topic", o.Key(), o.Topic())
 }
 
-// rejectTooLarge marks a record too large for Kafka as
-// relay.ErrRecordRejected: the record, not the connection, is at fault (a
-// poison row).
-func rejectTooLarge(err error) error {
+// Marked marks what a delivery's error means for the relay: a record too
+// large for Kafka is relay.ErrRecordRejected (the record, not the
+// connection, is at fault: a poison row), a certificate that does not
+// verify is final (markCert).
+func Marked(err error) error {
 	if err == nil {
 		return nil // the hot path: certerr.Failed allocates
 	}

@@ -1,19 +1,22 @@
 // Package sink owns the Kafka side of outboxrelay: the producer (acks=all,
 // Java-compatible murmur2 partitioning, idempotent by default), topic
 // creation, the dead-letter topic, the offsets topic that records the
-// confirmed position (Offsets, offsets.go), the transactional sink of
-// exactly-once (TxnSink, txn*.go), and the two relay.Delivery
-// implementations built on them (AtLeastOnce, delivery.go; ExactlyOnce,
-// txndelivery.go). Each record is sent asynchronously and acknowledged through a
-// per-record callback, which the checkpoint uses to move the confirmed LSN.
+// confirmed position (Offsets, offsets.go), and the at-least-once
+// relay.Delivery built on them (AtLeastOnce, delivery.go). Each record is
+// sent asynchronously and acknowledged through a per-record callback,
+// which the checkpoint uses to move the confirmed LSN.
 //
 // The relay's data path reaches Kafka through one contract,
-// relay.Delivery, implemented here twice and chosen by the wiring from
-// exactly.once.support: AtLeastOnce (the producer; positions recorded in
-// the offsets topic, or nowhere in poll mode) and ExactlyOnce (TxnSink:
-// whole PostgreSQL transactions and their position in Kafka
-// transactions). Their errors carry internal/terminal marks, so the relay
-// decides retry-or-stop without knowing this package's sentinels.
+// relay.Delivery, chosen by the wiring from exactly.once.support:
+// AtLeastOnce here (the producer; positions recorded in the offsets topic,
+// or nowhere in poll mode), or the exactly-once sink of package
+// sink/exactlyonce (whole PostgreSQL transactions and their position in
+// Kafka transactions), which is built on this package's producer and
+// offsets topic through a few methods (transactional.go: Producer.Config,
+// TxnProducer, PartitionCount; Offsets.Message and Recorded; SizeOf,
+// Marked); this package never imports it. Their errors carry
+// internal/terminal marks, so the relay decides retry-or-stop without
+// knowing either package's sentinels.
 //
 // # Why not kafka-go's Writer
 //

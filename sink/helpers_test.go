@@ -12,7 +12,11 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"strings"
+
 	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // newCluster starts an in-process kfake broker; it is closed after the test.
@@ -173,7 +177,7 @@ func sendKeyed(t testing.TB, p *Producer, a *acks, topic string, keys, perKey in
 	for i := 0; i < perKey; i++ {
 		for k := 0; k < keys; k++ {
 			id := fmt.Sprintf("k%d-%d", k, i)
-			r := Record{Topic: topic, Partition: -1, Key: []byte(fmt.Sprintf("key-%d", k)), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}
+			r := router.Record{Topic: topic, Partition: -1, Key: []byte(fmt.Sprintf("key-%d", k)), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}
 			if err := p.Send(ctx, r, a.cb(id)); err != nil {
 				t.Fatalf("Send %s: %v", id, err)
 			}
@@ -225,4 +229,13 @@ func deliveredOnceInOrder(t *testing.T, a *acks, ids []string, addr string) {
 			t.Fatalf("record %d is %s, want %s", i, m.Value, want)
 		}
 	}
+}
+
+// txnBedProducer is a producer on the bed's Kafka that creates topics of
+// one partition, for the bed tests of Kafka transactions.
+func txnBedProducer(t *testing.T) *Producer {
+	t.Helper()
+	cfg := fastConfig(strings.Split(testbed.KafkaBrokers(t), ",")...)
+	cfg.TopicPartitions, cfg.TopicReplicationFactor = 1, -1
+	return newTestProducer(t, cfg)
 }

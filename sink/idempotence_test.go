@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // sentBatch is a produce request's batch as the broker received it.
@@ -60,7 +61,7 @@ func sendBatchTo(t *testing.T, p *Producer, a *acks, topic string, partition int
 	var ids []string
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		if err := p.Send(context.Background(), Record{Topic: topic, Partition: partition, Key: []byte("k"), Value: []byte(id), EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: topic, Partition: partition, Key: []byte("k"), Value: []byte(id), EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)

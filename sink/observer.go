@@ -24,23 +24,32 @@ type Observer interface {
 	ProduceFailed(kind string, retrying bool)
 }
 
-// SetObserver sets the observer of produce outcomes. Call it before the
-// first Send: the partition goroutines started by Send read it unlocked.
-func (p *Producer) SetObserver(o Observer) { p.obs = o }
+// SetObserver sets the observer of produce outcomes (nil: nobody
+// watches). Call it before the first Send: the partition goroutines
+// started by Send read it unlocked.
+func (p *Producer) SetObserver(o Observer) {
+	if o == nil {
+		o = nopObserver{}
+	}
+	p.obs = o
+}
+
+// nopObserver is the Observer of a producer nobody watches.
+type nopObserver struct{}
+
+func (nopObserver) Produced(int, int)          {}
+func (nopObserver) ProduceFailed(string, bool) {}
 
 func (p *Producer) observeProduced(batch []*pending) {
-	if p.obs == nil {
-		return
-	}
 	bytes := 0
 	for _, pe := range batch {
-		bytes += pe.size
+		bytes += pe.Size
 	}
 	p.obs.Produced(len(batch), bytes)
 }
 
 func (p *Producer) observeFailed(err error, retrying bool) {
-	if p.obs != nil && !errors.Is(err, ErrClosed) {
+	if !errors.Is(err, ErrClosed) {
 		p.obs.ProduceFailed(ErrorKind(err), retrying)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 	"github.com/outboxrelay/outboxrelay/internal/terminal"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // Offsets records the position a connector last confirmed in a compacted
@@ -132,11 +133,20 @@ func (o *Offsets) Save(ctx context.Context, pos Offset, ack func(error)) error {
 	if err != nil {
 		return err
 	}
-	return o.p.Send(ctx, Record{Topic: o.topic, Partition: -1, Key: o.key, Value: v, Timestamp: pos.Time}, ack)
+	return o.p.Send(ctx, router.Record{Topic: o.topic, Partition: -1, Key: o.key, Value: v, Timestamp: pos.Time}, ack)
 }
 
-// value is the record value of pos, as Save and the transactional sink
-// write it.
+// Message is the record that records pos, for a Kafka transaction (the
+// exactly-once sink writes it with the transaction's records).
+func (o *Offsets) Message(pos Offset) (kafkabatch.Message, error) {
+	v, err := o.value(pos)
+	if err != nil {
+		return kafkabatch.Message{}, err
+	}
+	return kafkabatch.Message{Key: o.key, Value: v, Timestamp: pos.Time.UnixMilli()}, nil
+}
+
+// value is the record value of pos, as Save and Message write it.
 func (o *Offsets) value(pos Offset) ([]byte, error) {
 	lsn := uint64(pos.LSN)
 	v, err := json.Marshal(offsetValue{LSN: lsn, LSNProc: lsn, LSNCommit: lsn, Type: "COMMIT", TxID: pos.Xid,

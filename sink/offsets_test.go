@@ -10,6 +10,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // TestOffsetsRoundTrip on the bed's Kafka: a first Load creates the topic
@@ -46,7 +47,7 @@ func TestOffsetsRoundTrip(t *testing.T) {
 	if o.Key() != `["orders-outbox",{"server":"order_db"}]` {
 		t.Errorf("key %s; want Connect's source offset key", o.Key())
 	}
-	if err := p.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte(o.Key())}, a.cb("tombstone")); err != nil {
+	if err := p.Send(ctx, router.Record{Topic: topic, Partition: -1, Key: []byte(o.Key())}, a.cb("tombstone")); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, p, 30*time.Second)
@@ -90,7 +91,7 @@ func TestLoadReadsBackFromTheEnd(t *testing.T) {
 	for i := range 60 {
 		save("busy", capture.LSN(0x100+i))
 	}
-	if err := p.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte(store("gone").Key())}, a.cb("tombstone")); err != nil {
+	if err := p.Send(ctx, router.Record{Topic: topic, Partition: -1, Key: []byte(store("gone").Key())}, a.cb("tombstone")); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, p, 30*time.Second)
@@ -125,7 +126,7 @@ func TestLoadSkipsAbortedPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush(t, p, 30*time.Second)
-	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnConfig{TransactionalID: topic}, nil)
+	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnProducerConfig{TransactionalID: topic}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

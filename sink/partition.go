@@ -23,7 +23,7 @@ type partitionWorker struct {
 
 	mu     sync.Mutex
 	queue  []*pending
-	queued int // bytes in queue, by recordSize
+	queued int // bytes in queue, by kafkabatch.RecordSize
 	closed bool
 	// lingering: the worker sleeps until linger.ms of the oldest queued
 	// record passes. A push then wakes it only if it fills the batch, not
@@ -74,7 +74,7 @@ func (w *partitionWorker) push(pe *pending) bool {
 	}
 	pe.queued = w.p.since()
 	w.queue = append(w.queue, pe)
-	w.queued += pe.size
+	w.queued += pe.Size
 	signal := !w.lingering || w.queued >= w.batchLimit()
 	if w.idle && len(w.queue) == 1 && w.p.cfg.Linger > 0 && w.queued < w.batchLimit() {
 		w.idle, w.lingering, signal = false, true, false
@@ -92,7 +92,7 @@ func (w *partitionWorker) push(pe *pending) bool {
 
 // batchLimit is the most record bytes one produce request carries.
 func (w *partitionWorker) batchLimit() int {
-	return min(w.p.cfg.BatchBytes, w.p.cfg.MaxRequestSize) - batchOverhead
+	return min(w.p.cfg.BatchBytes, w.p.cfg.MaxRequestSize) - kafkabatch.BatchOverhead
 }
 
 func (w *partitionWorker) run() {
@@ -186,8 +186,8 @@ func (w *partitionWorker) disarmLocked() {
 
 func (w *partitionWorker) takeLocked(limit int) []*pending {
 	n, bytes := 0, 0
-	for n < len(w.queue) && (n == 0 || bytes+w.queue[n].size <= limit) {
-		bytes += w.queue[n].size
+	for n < len(w.queue) && (n == 0 || bytes+w.queue[n].Size <= limit) {
+		bytes += w.queue[n].Size
 		n++
 	}
 	batch := make([]*pending, n)
@@ -242,7 +242,7 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 // refused the partition's sequence is it stamped again, with a new epoch.
 func (w *partitionWorker) sendRetrying(batch []*pending) error {
 	rl := retryLog{log: w.p.log, what: "produce", attrs: []any{
-		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].eventID,
+		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].EventID,
 	}}
 	var enc []byte // the batch on the wire, once encoded
 	bumps := 0     // epoch bumps for this batch (sequence lost)
@@ -333,8 +333,7 @@ func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
 		stamp = kafkabatch.Producer{ID: cur.id, Epoch: cur.epoch, BaseSequence: w.seq}
 	}
 	enc, err := kafkabatch.AppendMessages(w.buf[:0], stamp, w.p.cfg.Compression, len(batch), func(i int) kafkabatch.Message {
-		pe := batch[i]
-		return kafkabatch.Message{Key: pe.key, Value: pe.value, Headers: pe.headers, Timestamp: pe.time.UnixMilli()}
+		return batch[i].Message()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sink: encoding a batch for %s/%d: %w", w.key.topic, w.key.partition, err)

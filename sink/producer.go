@@ -10,6 +10,8 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // Producer sends records to Kafka with acks=all and reports each record's
@@ -43,7 +45,7 @@ type Producer struct {
 	refreshMu   sync.Mutex
 	lastRefresh time.Time
 
-	obs Observer // nil: nobody watches; set before the first Send
+	obs Observer // nopObserver unless SetObserver; set before the first Send
 }
 
 type topicPartition struct {
@@ -77,6 +79,7 @@ func NewProducer(cfg Config, log *slog.Logger) (*Producer, error) {
 		start:     time.Now(),
 		topics:    make(map[string]*topicState),
 		workers:   make(map[topicPartition]*partitionWorker),
+		obs:       nopObserver{},
 	}
 	if !cfg.DisableIdempotence {
 		p.idem = &idempotence{p: p, log: p.log, cur: noProducerEpoch()}
@@ -97,7 +100,7 @@ func NewProducer(cfg Config, log *slog.Logger) (*Producer, error) {
 //
 // onAck must return quickly and must not call Send, Flush or Close: hand the
 // result to your own goroutine. Callbacks for one partition run in order.
-func (p *Producer) Send(ctx context.Context, r Record, onAck func(error)) error {
+func (p *Producer) Send(ctx context.Context, r router.Record, onAck func(error)) error {
 	if onAck == nil {
 		return errors.New("sink: Send needs an onAck callback")
 	}
@@ -107,11 +110,9 @@ func (p *Producer) Send(ctx context.Context, r Record, onAck func(error)) error 
 	if r.Partition < -1 {
 		return &RecordError{Topic: r.Topic, Partition: -1, EventID: r.EventID, Err: fmt.Errorf("%w: %d", ErrNoSuchPartition, r.Partition)}
 	}
-	size := recordSize(r)
-	if size+batchOverhead > p.cfg.MaxRequestSize {
-		return &RecordError{Topic: r.Topic, Partition: r.Partition, EventID: r.EventID,
-			Err: fmt.Errorf("%w: %d bytes serialized (at most), %s is %d; raise %s (and the topic's max.message.bytes) or send a smaller payload",
-				ErrRecordTooLarge, size+batchOverhead, KeyMaxRequestSize, p.cfg.MaxRequestSize, KeyMaxRequestSize)}
+	size, err := SizeOf(r, p.cfg.MaxRequestSize)
+	if err != nil {
+		return err
 	}
 	if err := p.budget.acquire(ctx, p.ctx, int64(size)); err != nil {
 		return fmt.Errorf("sink: sending event id %q: %w", r.EventID, err)
@@ -143,7 +144,7 @@ func (p *Producer) Send(ctx context.Context, r Record, onAck func(error)) error 
 // key's order holds across it. Called with p.mu held; it reports whether pe
 // was refused because the producer is closing.
 func (p *Producer) routeLocked(topic string, ts *topicState, pe *pending) bool {
-	if len(ts.pending) > 0 || ts.partitions == nil || time.Since(ts.resolvedAt) > p.cfg.MetadataMaxAge || pe.partition >= len(ts.partitions) {
+	if len(ts.pending) > 0 || ts.partitions == nil || time.Since(ts.resolvedAt) > p.cfg.MetadataMaxAge || pe.Partition >= len(ts.partitions) {
 		ts.pending = append(ts.pending, pe)
 		if !ts.resolving {
 			ts.resolving = true
@@ -152,10 +153,10 @@ func (p *Producer) routeLocked(topic string, ts *topicState, pe *pending) bool {
 		}
 		return false
 	}
-	if pe.partition < 0 {
-		pe.partition = ts.choose(pe, p.cfg.BatchBytes)
+	if pe.Partition < 0 {
+		pe.Partition = ts.choose(pe, p.cfg.BatchBytes)
 	}
-	return !p.workerLocked(topic, pe.partition).push(pe)
+	return !p.workerLocked(topic, pe.Partition).push(pe)
 }
 
 func (p *Producer) workerLocked(topic string, partition int) *partitionWorker {
@@ -175,15 +176,15 @@ func (p *Producer) ack(pe *pending, err error) {
 	if err != nil && !errors.Is(err, ErrClosed) {
 		var re *RecordError
 		if !errors.As(err, &re) {
-			err = &RecordError{Topic: pe.topic, Partition: pe.partition, EventID: pe.eventID, Err: explain(err)}
+			err = &RecordError{Topic: pe.Topic, Partition: pe.Partition, EventID: pe.EventID, Err: explain(err)}
 		}
 	}
 	// The bytes first: a caller that bounds its own in-flight bytes by
 	// buffer.memory may send again as soon as onAck returns, and must not
 	// find the buffer still full. The record after: Flush returns only
 	// once every onAck has returned.
-	p.budget.releaseBytes(int64(pe.size))
-	pe.onAck(err)
+	p.budget.releaseBytes(int64(pe.Size))
+	pe.OnAck(err)
 	p.budget.releaseRecord()
 }
 

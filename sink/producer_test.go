@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 func TestSendKeepsKeyOrderAndPartitions(t *testing.T) {
@@ -68,7 +70,7 @@ func TestBrokerDownThenBack(t *testing.T) {
 	// Warm up so the metadata is cached, as in a running relay.
 	a := newAcks()
 	var ids []string
-	if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Key: []byte("key-0"), Value: []byte("seq=0"), EventID: "warm"}, a.cb("warm")); err != nil {
+	if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Key: []byte("key-0"), Value: []byte("seq=0"), EventID: "warm"}, a.cb("warm")); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, p, 10*time.Second)
@@ -86,7 +88,7 @@ func TestBrokerDownThenBack(t *testing.T) {
 	for i := 1; i <= 30; i++ {
 		for k := 0; k < 10; k++ {
 			id := fmt.Sprintf("k%d-%d", k, i)
-			if err := p.Send(ctx, Record{Topic: "orders", Partition: -1, Key: []byte(fmt.Sprintf("key-%d", k)), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}, a.cb(id)); err != nil {
+			if err := p.Send(ctx, router.Record{Topic: "orders", Partition: -1, Key: []byte(fmt.Sprintf("key-%d", k)), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}, a.cb(id)); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
@@ -124,7 +126,7 @@ func TestRecordOverMaxRequestSizeRefusedBeforeSending(t *testing.T) {
 	cfg := fastConfig(addr)
 	cfg.MaxRequestSize = 10_000
 	p := newTestProducer(t, cfg)
-	err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: make([]byte, 10_000), EventID: "ev-big"}, func(error) {
+	err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: make([]byte, 10_000), EventID: "ev-big"}, func(error) {
 		t.Error("onAck called for a record Send refused")
 	})
 	var re *RecordError
@@ -170,7 +172,7 @@ func TestBrokerMessageTooLargeFailsOnlyThatRecord(t *testing.T) {
 		if i == 4 {
 			v = "POISON"
 		}
-		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: []byte(v), EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: []byte(v), EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
@@ -205,7 +207,7 @@ func TestMissingTopicIsAClearError(t *testing.T) {
 	_, addr := newCluster(t) // kfake does not auto-create topics
 	p := newTestProducer(t, fastConfig(addr))
 	a := newAcks()
-	if err := p.Send(context.Background(), Record{Topic: "outbox.event.nope", Partition: -1, Key: []byte("k"), EventID: "ev-1"}, a.cb("ev-1")); err != nil {
+	if err := p.Send(context.Background(), router.Record{Topic: "outbox.event.nope", Partition: -1, Key: []byte("k"), EventID: "ev-1"}, a.cb("ev-1")); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, p, 10*time.Second)
@@ -250,7 +252,7 @@ func TestExplicitPartition(t *testing.T) {
 	ctx := context.Background()
 	for i, part := range []int{2, 2, 0, 7} {
 		id := fmt.Sprintf("ev-%d", i)
-		if err := p.Send(ctx, Record{Topic: "orders", Partition: part, Key: []byte("same-key"), Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(ctx, router.Record{Topic: "orders", Partition: part, Key: []byte("same-key"), Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -278,7 +280,7 @@ func TestSendCopiesCallerBuffers(t *testing.T) {
 		copy(buf, fmt.Sprintf("seq=%d", i))
 		copy(hdr, fmt.Sprintf("h%d", i))
 		id := fmt.Sprint(i)
-		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Key: buf[:3], Value: buf, Headers: []Header{{Key: "id", Value: hdr}, {Key: "null", Value: nil}}, EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Key: buf[:3], Value: buf, Headers: []router.Header{{Key: "id", Value: hdr}, {Key: "null", Value: nil}}, EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -300,11 +302,11 @@ func TestNullKeyAndNullValue(t *testing.T) {
 	a := newAcks()
 	for i := 0; i < 20; i++ {
 		id := fmt.Sprint(i)
-		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Key: []byte("tomb"), EventID: "tomb"}, a.cb("tomb")); err != nil {
+	if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Key: []byte("tomb"), EventID: "tomb"}, a.cb("tomb")); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, p, 10*time.Second)
@@ -343,7 +345,7 @@ func TestCloseAcksPendingAndLeavesNoGoroutines(t *testing.T) {
 	more := []string{}
 	for i := 0; i < 10; i++ {
 		id := fmt.Sprintf("late-%d", i)
-		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 		more = append(more, id)
@@ -356,7 +358,7 @@ func TestCloseAcksPendingAndLeavesNoGoroutines(t *testing.T) {
 			t.Errorf("%s: %v, want ErrClosed", id, a.err(id))
 		}
 	}
-	if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1}, func(error) {}); !errors.Is(err, ErrClosed) {
+	if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1}, func(error) {}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Send after Close: %v, want ErrClosed", err)
 	}
 	checkNoLeaks(t)
@@ -403,7 +405,7 @@ func TestSendBlocksWhenBufferFull(t *testing.T) {
 	for ; sent < 100; sent++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		id := fmt.Sprint(sent)
-		err := p.Send(ctx, Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: make([]byte, 500), EventID: id}, a.cb(id))
+		err := p.Send(ctx, router.Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: make([]byte, 500), EventID: id}, a.cb(id))
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
 			break

@@ -12,6 +12,7 @@ import (
 
 	"github.com/outboxrelay/outboxrelay/internal/certerr"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // On the bed's real Kafka 4: create a 3-partition topic, produce keyed
@@ -159,7 +160,7 @@ func TestRealBrokerTLSAndSASL(t *testing.T) {
 			}
 			for i := range 3 {
 				id := fmt.Sprintf("ev-%d", i)
-				if err := p.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
+				if err := p.Send(ctx, router.Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
 					if tc.ok {
 						t.Fatal(err)
 					}

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -17,11 +16,10 @@ import (
 // sent. It is final: the relay stops.
 var ErrDebeziumSnapshot = terminal.Final(errors.New("the recorded position is an unfinished Debezium snapshot"))
 
-// loadRecorded reads a position with load and interprets it; a Debezium
-// snapshot that did not finish is refused (nothing says which rows of it
-// reached Kafka).
-func loadRecorded(ctx context.Context, load func(context.Context) (Offset, bool, error), o *Offsets) (relay.Recorded, bool, error) {
-	pos, found, err := load(ctx)
+// Recorded interprets what Load or Read (or the exactly-once sink's
+// Start) returned; a Debezium snapshot that did not finish is refused
+// (nothing says which rows of it reached Kafka).
+func (o *Offsets) Recorded(pos Offset, found bool, err error) (relay.Recorded, bool, error) {
 	if err != nil || !found {
 		return relay.Recorded{}, false, err
 	}

@@ -14,6 +14,8 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // TestCloseWhileEncoding: Close (or a request timeout) ends Produce while
@@ -31,14 +33,14 @@ func TestCloseWhileEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 		first := make(chan struct{})
-		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Value: []byte("x")}, func(error) { close(first) }); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: 0, Value: []byte("x")}, func(error) { close(first) }); err != nil {
 			t.Fatal(err)
 		}
 		<-first
 		for i := range 250 {
 			v := make([]byte, 1000)
 			rand.Read(v)
-			if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte(fmt.Sprint(i)), Value: v}, func(error) {}); err != nil {
+			if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: 0, Key: []byte(fmt.Sprint(i)), Value: v}, func(error) {}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -70,7 +72,7 @@ func TestTopicCreatedAfterRecentRefresh(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	done := make(chan error, 1)
-	if err := p.Send(ctx, Record{Topic: "fresh", Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: "e1"}, func(err error) { done <- err }); err != nil {
+	if err := p.Send(ctx, router.Record{Topic: "fresh", Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: "e1"}, func(err error) { done <- err }); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -87,7 +89,7 @@ func TestPartitionGone(t *testing.T) {
 	p := newTestProducer(t, fastConfig(addr))
 	ctx := context.Background()
 	sent := make(chan error, 1)
-	if err := p.Send(ctx, Record{Topic: "orders", Partition: 2, Value: []byte("before"), EventID: "e1"}, func(err error) { sent <- err }); err != nil {
+	if err := p.Send(ctx, router.Record{Topic: "orders", Partition: 2, Value: []byte("before"), EventID: "e1"}, func(err error) { sent <- err }); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-sent; err != nil {
@@ -102,7 +104,7 @@ func TestPartitionGone(t *testing.T) {
 	if res, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "orders", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil || res.Errors["orders"] != nil {
 		t.Fatalf("creating orders again: %v %v", err, res)
 	}
-	if err := p.Send(ctx, Record{Topic: "orders", Partition: 2, Value: []byte("after"), EventID: "e2"}, func(err error) { sent <- err }); err != nil {
+	if err := p.Send(ctx, router.Record{Topic: "orders", Partition: 2, Value: []byte("after"), EventID: "e2"}, func(err error) { sent <- err }); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -128,7 +130,7 @@ func TestLeaderMovesToAnotherBroker(t *testing.T) {
 	send := func(from, to int) {
 		for i := from; i < to; i++ {
 			id := fmt.Sprintf("e%d", i)
-			if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}, a.cb(id)); err != nil {
+			if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}, a.cb(id)); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
@@ -174,7 +176,7 @@ func TestIdleConnectionRedialed(t *testing.T) {
 	p.SetObserver(obs)
 	a := newAcks()
 	send := func(id string) {
-		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(id), EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(id), EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 		flush(t, p, 10*time.Second)

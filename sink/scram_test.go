@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // RFC 7677 section 3: the SCRAM-SHA-256 exchange for user "user", password
@@ -52,7 +54,7 @@ func TestSASLAgainstKfake(t *testing.T) {
 				}
 				p := newTestProducer(t, cfg)
 				a := newAcks()
-				if err := p.Send(context.Background(), Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: "ev"}, a.cb("ev")); err != nil {
+				if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: -1, Key: []byte("k"), Value: []byte("v"), EventID: "ev"}, a.cb("ev")); err != nil {
 					t.Fatal(err)
 				}
 				flush(t, p, 20*time.Second)

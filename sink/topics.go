@@ -30,14 +30,14 @@ type topicState struct {
 
 // choose picks the partition of a record without an explicit one.
 func (ts *topicState) choose(pe *pending, batchBytes int) int {
-	if pe.key == nil {
+	if pe.Key == nil {
 		if ts.sticky < 0 || ts.sticky >= len(ts.partitions) || ts.stickyBytes >= batchBytes {
 			ts.sticky, ts.stickyBytes = rand.IntN(len(ts.partitions)), 0
 		}
-		ts.stickyBytes += pe.size
+		ts.stickyBytes += pe.Size
 		return ts.sticky
 	}
-	return JavaPartition(pe.key, len(ts.partitions), ts.partitions)
+	return JavaPartition(pe.Key, len(ts.partitions), ts.partitions)
 }
 
 // murmur2 is kafka-go's Murmur2Balancer, which computes Java's
@@ -102,7 +102,7 @@ func (p *Producer) resolve(topic string) {
 	} else {
 		ts.partitions, ts.resolvedAt = partitionList(n), time.Now()
 		for _, pe := range waiting {
-			if pe.partition >= n {
+			if pe.Partition >= n {
 				failed = append(failed, pe)
 				continue
 			}
@@ -120,7 +120,7 @@ func (p *Producer) resolve(topic string) {
 		case p.ctx.Err() != nil:
 			p.ack(pe, ErrClosed)
 		default:
-			p.ack(pe, &RecordError{Topic: topic, Partition: pe.partition, EventID: pe.eventID,
+			p.ack(pe, &RecordError{Topic: topic, Partition: pe.Partition, EventID: pe.EventID,
 				Err: fmt.Errorf("%w: the topic has %d partitions", ErrNoSuchPartition, n)})
 		}
 	}
@@ -134,7 +134,7 @@ func (p *Producer) neededPartitions(topic string) int {
 	need := 1
 	if ts := p.topics[topic]; ts != nil {
 		for _, pe := range ts.pending {
-			need = max(need, pe.partition+1)
+			need = max(need, pe.Partition+1)
 		}
 	}
 	return need

@@ -15,6 +15,8 @@ import (
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // Regression (review of issue 14c, finding 1; wire.go): a partition's own
@@ -32,7 +34,7 @@ func TestDeposedLeaderStorageErrorRedialed(t *testing.T) {
 	send := func(from, to int) {
 		for i := from; i < to; i++ {
 			id := fmt.Sprintf("e%d", i)
-			if err := p.Send(context.Background(), Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}, a.cb(id)); err != nil {
+			if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: 0, Key: []byte("k"), Value: []byte(fmt.Sprintf("seq=%d", i)), EventID: id}, a.cb(id)); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
@@ -173,7 +175,7 @@ func TestCloseClosesConnections(t *testing.T) {
 	a := newAcks()
 	for i := range 2 {
 		id := fmt.Sprint("e", i)
-		if err := p.Send(context.Background(), Record{Topic: "orders", Partition: i, Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
+		if err := p.Send(context.Background(), router.Record{Topic: "orders", Partition: i, Value: []byte("v"), EventID: id}, a.cb(id)); err != nil {
 			t.Fatal(err)
 		}
 	}

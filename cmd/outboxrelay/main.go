@@ -252,7 +252,7 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 	if err != nil {
 		return relay.Options{}, err
 	}
-	if set.ExactlyOnce.Required {
+	if set.ExactlyOnceRequired {
 		log.Info("exactly-once: Kafka transactions", "transactional.id", set.ExactlyOnce.TransactionalID, "transaction.boundary", set.ExactlyOnce.Boundary)
 	}
 	return relay.Options{

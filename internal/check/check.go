@@ -106,7 +106,7 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 	c := &checker{pg: &set.Postgres, router: set.Router.Config(), kafka: set.Kafka, jan: set.Janitor,
 		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
 	c.tolerateAll, _ = relay.ParseTolerance(set.Tolerance) // setup checked it
-	c.eos = set.ExactlyOnce.Required
+	c.eos = set.ExactlyOnceRequired
 	if set.Poll.Poll() {
 		c.pollPostgres(ctx, set.Poll)
 	} else {
@@ -116,7 +116,7 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 	if c.kafkaOK {
 		c.start(ctx, set)
 	}
-	if set.ExactlyOnce.Required {
+	if set.ExactlyOnceRequired {
 		c.exactlyOnce(ctx, set.ExactlyOnce, set.Offsets)
 	}
 	if c.conn != nil {

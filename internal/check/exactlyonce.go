@@ -9,12 +9,13 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/sink/exactlyonce"
 )
 
 // exactlyOnce checks what exactly.once.support=required needs of Kafka:
 // the broker's transaction state log, the transactional id's ACLs, and the
 // offsets topic each transaction writes its position to.
-func (c *checker) exactlyOnce(ctx context.Context, e setup.ExactlyOnceConfig, o setup.OffsetsConfig) {
+func (c *checker) exactlyOnce(ctx context.Context, e exactlyonce.Config, o setup.OffsetsConfig) {
 	brokers, err := c.prod.Brokers(ctx)
 	if err != nil {
 		c.fail("Kafka transactions", "listing the brokers: "+err.Error(), "check the connection to Kafka")
@@ -57,7 +58,7 @@ func (c *checker) exactlyOnce(ctx context.Context, e setup.ExactlyOnceConfig, o 
 
 // timeoutTooLong says whether transaction.timeout.ms exceeds the brokers'
 // transaction.max.timeout.ms (read as text; unreadable: not known too long).
-func timeoutTooLong(e setup.ExactlyOnceConfig, maxTimeout string) bool {
+func timeoutTooLong(e exactlyonce.Config, maxTimeout string) bool {
 	ms, err := strconv.ParseInt(maxTimeout, 10, 64)
 	return err == nil && e.Timeout.Milliseconds() > ms
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/sink/exactlyonce"
 )
 
 // Regression (review of issue 17, finding 12): the check did not compare
@@ -21,7 +21,7 @@ func TestTimeoutTooLong(t *testing.T) {
 		{901 * time.Second, "900000", true},
 		{60 * time.Second, "", false},
 	} {
-		if got := timeoutTooLong(setup.ExactlyOnceConfig{Timeout: tc.timeout}, tc.max); got != tc.want {
+		if got := timeoutTooLong(exactlyonce.Config{Timeout: tc.timeout}, tc.max); got != tc.want {
 			t.Errorf("timeout %s, max %q: %v, want %v", tc.timeout, tc.max, got, tc.want)
 		}
 	}

@@ -15,12 +15,13 @@
 // TxnProducer, on top, is the transactional producer state machine
 // (InitProducerId, AddPartitionsToTxn, produce with sequences, EndTxn) over
 // kafka-go's Client, AddPartitionsToTxn and EndTxn on a connection of its
-// own to the transaction coordinator when TxnConfig.Dial is set (txncoord.go). Committed and FetchCommitted read the way a Java
+// own to the transaction coordinator when TxnProducerConfig.Dial is set (txncoord.go). Committed and FetchCommitted read the way a Java
 // read_committed consumer does, which kafka-go's fetch does not (it
 // delivers aborted records).
 //
-// sink.TxnSink (exactly.once.support=required) drives TxnProducer; the
-// at-least-once sink.Producer encodes its batches here too (AppendMessages
+// The exactly-once sink (sink/exactlyonce.Sink) drives TxnProducer; both
+// sinks copy each record they are given into a Pending (pending.go) and
+// bound its size with RecordSize. The at-least-once sink.Producer encodes its batches here too (AppendMessages
 // into a buffer each partition worker reuses; idempotent with
 // enable.idempotence, producer id -1 without) and sends them over its own
 // connections, the batch read as the request's records field through

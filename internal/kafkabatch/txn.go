@@ -28,8 +28,11 @@ var (
 	ErrAbortable = errors.New("kafkabatch: the transaction must be aborted")
 )
 
-// TxnConfig configures a TxnProducer.
-type TxnConfig struct {
+// TxnProducerConfig configures a TxnProducer, the wire level. The
+// exactly-once sink's own configuration is sink/exactlyonce.Config; sink
+// builds this one from it (TransactionalID, TransactionTimeout) and from
+// the producer's sink.Config (the rest).
+type TxnProducerConfig struct {
 	// TransactionalID (Kafka's transactional.id) names the producer across
 	// restarts: a new producer with the same id fences the old one.
 	TransactionalID string
@@ -54,7 +57,7 @@ type TxnConfig struct {
 }
 
 // Validate applies the defaults and checks cfg.
-func (c *TxnConfig) Validate() error {
+func (c *TxnProducerConfig) Validate() error {
 	if c.TransactionalID == "" {
 		return errors.New("kafkabatch: transactional.id is empty; set it (the connector name is a good one)")
 	}
@@ -108,7 +111,7 @@ const (
 // sends one batch at a time, so sequences cannot arrive out of order.
 type TxnProducer struct {
 	client *kafka.Client
-	cfg    TxnConfig
+	cfg    TxnProducerConfig
 	log    *slog.Logger
 
 	producerID int64
@@ -124,7 +127,7 @@ type TxnProducer struct {
 	startedAt time.Time
 	// first is the open transaction's first AddPartitionsToTxn (FirstAdd).
 	first FirstAdd
-	coord coordConn // with TxnConfig.Dial: the coordinator's connection
+	coord coordConn // with TxnProducerConfig.Dial: the coordinator's connection
 }
 
 // FirstAdd is what the open transaction's first AddPartitionsToTxn met:
@@ -137,7 +140,7 @@ type FirstAdd struct {
 }
 
 // NewTxnProducer checks cfg and makes a producer. It does not connect: Init does.
-func NewTxnProducer(client *kafka.Client, cfg TxnConfig, log *slog.Logger) (*TxnProducer, error) {
+func NewTxnProducer(client *kafka.Client, cfg TxnProducerConfig, log *slog.Logger) (*TxnProducer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

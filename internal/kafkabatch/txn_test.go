@@ -45,7 +45,7 @@ func bedClient(t *testing.T, partitions int) (*kafka.Client, string) {
 
 func newTxn(t *testing.T, c *kafka.Client, id string) *TxnProducer {
 	t.Helper()
-	p, err := NewTxnProducer(c, TxnConfig{TransactionalID: id, TransactionTimeout: 30 * time.Second, RetryBackoff: 20 * time.Millisecond},
+	p, err := NewTxnProducer(c, TxnProducerConfig{TransactionalID: id, TransactionTimeout: 30 * time.Second, RetryBackoff: 20 * time.Millisecond},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 )
 
 // coordConn is the producer's own connection to its transaction
-// coordinator (TxnConfig.Dial), nil pc when none is open.
+// coordinator (TxnProducerConfig.Dial), nil pc when none is open.
 type coordConn struct {
 	pc   *protocol.Conn
 	addr string
@@ -40,7 +40,7 @@ func (c *coordConn) drop() {
 // txnRoundTrip sends msg, a request for the transaction coordinator, and
 // returns its answer. kafka-go's Transport asks FindCoordinator before
 // every such request (a round trip more each time, two per Kafka
-// transaction); with TxnConfig.Dial the producer keeps a connection to
+// transaction); with TxnProducerConfig.Dial the producer keeps a connection to
 // the coordinator instead, found once, and found again after an answer
 // saying it moved (dropCoordinator) or a broken connection.
 func (p *TxnProducer) txnRoundTrip(ctx context.Context, msg protocol.Message) (protocol.Message, error) {

@@ -29,7 +29,7 @@ const defaultProduceTimeout = 500 * time.Millisecond
 // the open transaction: the partitions not yet in it are added first in
 // one AddPartitionsToTxn, then the batches of all partitions one broker
 // leads go in one produce request (several when they exceed
-// TxnConfig.MaxRequestSize), and the requests to different brokers are
+// TxnProducerConfig.MaxRequestSize), and the requests to different brokers are
 // sent at once. So a transaction's records and its position record cost
 // one round trip per broker, not one per partition. A partition refused
 // with a transient error (its leader moved, say) is sent again with the

@@ -94,7 +94,7 @@ func newFakeBrokerProducer(t *testing.T, f *fakeBroker) *TxnProducer {
 	t.Helper()
 	f.written = map[TopicPartition]int{}
 	client := &kafka.Client{Addr: kafka.TCP("fake:9092"), Transport: f}
-	p, err := NewTxnProducer(client, TxnConfig{TransactionalID: "t", RetryBackoff: 1, RetryBackoffMax: 1}, nil)
+	p, err := NewTxnProducer(client, TxnProducerConfig{TransactionalID: "t", RetryBackoff: 1, RetryBackoffMax: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,15 +43,15 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestTxnConfigValidate(t *testing.T) {
-	c := TxnConfig{TransactionalID: "x"}
+func TestTxnProducerConfigValidate(t *testing.T) {
+	c := TxnProducerConfig{TransactionalID: "x"}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if c.TransactionTimeout != time.Minute || c.RetryBackoff != 100*time.Millisecond || c.RetryBackoffMax != time.Second {
 		t.Errorf("defaults: %+v", c)
 	}
-	for _, bad := range []TxnConfig{{}, {TransactionalID: "x", TransactionTimeout: time.Microsecond}, {TransactionalID: "x", Compression: 9}} {
+	for _, bad := range []TxnProducerConfig{{}, {TransactionalID: "x", TransactionTimeout: time.Microsecond}, {TransactionalID: "x", Compression: 9}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v): no error", bad)
 		}
@@ -61,7 +61,7 @@ func TestTxnConfigValidate(t *testing.T) {
 // The order of calls is checked before anything is sent: the client here
 // points nowhere.
 func TestTxnStateOrder(t *testing.T) {
-	p, err := NewTxnProducer(&kafka.Client{Addr: kafka.TCP("127.0.0.1:1")}, TxnConfig{TransactionalID: "x"}, nil)
+	p, err := NewTxnProducer(&kafka.Client{Addr: kafka.TCP("127.0.0.1:1")}, TxnProducerConfig{TransactionalID: "x"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestTxnTimeoutResumed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tp := TopicPartition{topic, 0}
-	a, err := NewTxnProducer(c, TxnConfig{TransactionalID: topic, TransactionTimeout: time.Second, RetryBackoff: 20 * time.Millisecond},
+	a, err := NewTxnProducer(c, TxnProducerConfig{TransactionalID: topic, TransactionTimeout: time.Second, RetryBackoff: 20 * time.Millisecond},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	must(t, "NewTxnProducer", err)
 	must(t, "Init", a.Init(ctx))
@@ -90,7 +90,7 @@ func TestTxnTimeoutResumed(t *testing.T) {
 // timed out: the question is not asked (the client is never called here).
 func TestResumeAfterTimeoutNotAskedWhenYoung(t *testing.T) {
 	tp := TopicPartition{"t", 0}
-	p := &TxnProducer{cfg: TxnConfig{TransactionalID: "c", TransactionTimeout: time.Minute}, state: stateFenced,
+	p := &TxnProducer{cfg: TxnProducerConfig{TransactionalID: "c", TransactionTimeout: time.Minute}, state: stateFenced,
 		producerID: 1, epoch: 3, added: map[TopicPartition]bool{tp: true}, startedAt: time.Now().Add(-10 * time.Second)}
 	if ok, err := p.ResumeAfterTimeout(context.Background()); ok || err != nil {
 		t.Fatalf("ResumeAfterTimeout for a transaction open 10s with transaction.timeout.ms 1m: %v, %v; want false without asking", ok, err)
@@ -107,7 +107,7 @@ func TestResumeAfterTimeoutNotAskedWhenYoung(t *testing.T) {
 // asked (the nil client would panic).
 func TestResumeAfterTimeoutEpochExhausted(t *testing.T) {
 	tp := TopicPartition{"t", 0}
-	p := &TxnProducer{cfg: TxnConfig{TransactionalID: "c", TransactionTimeout: time.Second}, state: stateFenced,
+	p := &TxnProducer{cfg: TxnProducerConfig{TransactionalID: "c", TransactionTimeout: time.Second}, state: stateFenced,
 		producerID: 1, epoch: math.MaxInt16 - 1, added: map[TopicPartition]bool{tp: true}, startedAt: time.Now().Add(-time.Minute)}
 	if ok, err := p.ResumeAfterTimeout(context.Background()); ok || !errors.Is(err, ErrEpochExhausted) {
 		t.Fatalf("ResumeAfterTimeout at epoch %d: %v, %v; want ErrEpochExhausted", p.epoch, ok, err)

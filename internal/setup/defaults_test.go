@@ -101,7 +101,7 @@ func effectiveValues(s *Setup) map[string]string {
 		"decimal.handling.mode":                         r.DecimalHandlingMode,
 		"extended.headers.enabled":                      b(r.ExtendedHeaders),
 		"errors.tolerance":                              s.Tolerance,
-		"exactly.once.support":                          required[s.ExactlyOnce.Required],
+		"exactly.once.support":                          required[s.ExactlyOnceRequired],
 		"transaction.boundary":                          s.ExactlyOnce.Boundary,
 		"transaction.timeout.ms":                        ms(s.ExactlyOnce.Timeout),
 		"offset.flush.interval.ms":                      ms(s.Offsets.Every),

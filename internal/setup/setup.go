@@ -22,6 +22,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 	"github.com/outboxrelay/outboxrelay/sink"
+	"github.com/outboxrelay/outboxrelay/sink/exactlyonce"
 )
 
 // Setup is every component's configuration, parsed and validated.
@@ -34,27 +35,22 @@ type Setup struct {
 	Poll      poll.Config // outbox.capture.mode and outbox.poll.*
 	Tolerance string      // errors.tolerance
 	Offsets   OffsetsConfig
-	// ExactlyOnce: exactly.once.support and the keys of Kafka transactions.
-	ExactlyOnce ExactlyOnceConfig
+	// ExactlyOnceRequired: exactly.once.support=required, with the keys
+	// of Kafka transactions in ExactlyOnce (parsed and checked either way).
+	ExactlyOnceRequired bool
+	ExactlyOnce         exactlyonce.Config
 }
 
-// ExactlyOnceConfig is exactly.once.support=required and its keys.
-type ExactlyOnceConfig struct {
-	Required        bool
-	TransactionalID string        // transactional.id, default the connector's name
-	Timeout         time.Duration // transaction.timeout.ms, default 60 s
-	Boundary        string        // transaction.boundary: poll (default) or interval
-	Interval        time.Duration // transaction.boundary.interval.ms, default offset.flush.interval.ms
-}
-
-func parseExactlyOnce(relay map[string]string, o OffsetsConfig, poll bool) (ExactlyOnceConfig, error) {
+// parseExactlyOnce reads exactly.once.support (required) and the keys of
+// Kafka transactions.
+func parseExactlyOnce(relay map[string]string, o OffsetsConfig, poll bool) (required bool, c exactlyonce.Config, _ error) {
 	v := confkey.Read(relay)
 	var errs []error
 	read := func(err error) { errs = append(errs, err) }
-	c := ExactlyOnceConfig{TransactionalID: o.Connector, Interval: o.Every}
+	c = exactlyonce.Config{TransactionalID: o.Connector, Interval: o.Every}
 	support, err := v.Enum("exactly.once.support")
 	read(err)
-	c.Required = support == "required"
+	required = support == "required"
 	if v.Set("transactional.id") {
 		c.TransactionalID, err = v.Text("transactional.id")
 		read(err)
@@ -67,17 +63,17 @@ func parseExactlyOnce(relay map[string]string, o OffsetsConfig, poll bool) (Exac
 		c.Interval, err = v.Millis("transaction.boundary.interval.ms")
 		read(err)
 	}
-	if c.Boundary == sink.BoundaryInterval && c.Interval >= c.Timeout/2 {
+	if c.Boundary == exactlyonce.BoundaryInterval && c.Interval >= c.Timeout/2 {
 		errs = append(errs, fmt.Errorf("transaction.boundary.interval.ms %d must be under half of transaction.timeout.ms %d: a Kafka transaction open longer than the timeout is aborted by the coordinator; lower the interval or raise transaction.timeout.ms (up to the broker's transaction.max.timeout.ms)",
 			c.Interval.Milliseconds(), c.Timeout.Milliseconds()))
 	}
-	if c.Required && poll {
+	if required && poll {
 		errs = append(errs, errors.New("exactly.once.support=required works with logical replication (the commit position skips what Kafka has); poll mode is at-least-once: remove exactly.once.support or outbox.capture.mode=poll"))
 	}
-	if c.Required && c.TransactionalID == "" {
+	if required && c.TransactionalID == "" {
 		errs = append(errs, errors.New("exactly.once.support=required needs a transactional.id: give the connector a name, or set transactional.id"))
 	}
-	return c, errors.Join(errs...)
+	return required, c, errors.Join(errs...)
 }
 
 // OffsetsConfig says where the confirmed position is recorded.
@@ -140,9 +136,9 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 		// Polling reads tables; logical decoding messages exist only in the WAL.
 		errs = append(errs, fmt.Errorf("%s=poll cannot read logical decoding messages (transforms has %s): use logical replication, or remove the decode transformation", poll.KeyMode, router.DecodeMessageClass))
 	}
-	eos, err := parseExactlyOnce(cfg.Relay, ocfg, pollCfg.Poll())
+	eosRequired, eos, err := parseExactlyOnce(cfg.Relay, ocfg, pollCfg.Poll())
 	errs = append(errs, err)
-	if eos.Required && scfg.DisableIdempotence {
+	if eosRequired && scfg.DisableIdempotence {
 		// Java refuses a transactional.id with idempotence disabled: a
 		// transactional producer is idempotent.
 		errs = append(errs, fmt.Errorf("%s=false with exactly.once.support=required: Kafka transactions need the idempotent producer; remove %s (or set it to true), or remove exactly.once.support",
@@ -161,7 +157,7 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance, Offsets: ocfg, ExactlyOnce: eos}, nil
+	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance, Offsets: ocfg, ExactlyOnceRequired: eosRequired, ExactlyOnce: eos}, nil
 }
 
 // Producer returns the Kafka producer the configuration describes.
@@ -188,23 +184,23 @@ func (s *Setup) AtLeastOnce(p *sink.Producer) *sink.AtLeastOnce {
 // Delivery returns the data path's delivery: exactly-once in Kafka
 // transactions with exactly.once.support=required, else at-least-once.
 func (s *Setup) Delivery(p *sink.Producer, log *slog.Logger) (relay.Delivery, error) {
-	if !s.ExactlyOnce.Required {
+	if !s.ExactlyOnceRequired {
 		return s.AtLeastOnce(p), nil
 	}
-	txn, err := s.TxnSink(p, log)
+	txn, err := s.ExactlyOnceSink(p, log)
 	if err != nil {
 		return nil, err
 	}
-	return sink.NewExactlyOnce(txn), nil
+	return exactlyonce.NewDelivery(txn), nil
 }
 
-// TxnSink returns the transactional sink of exactly.once.support=required
-// on p's connections, recording positions in the offsets topic.
-func (s *Setup) TxnSink(p *sink.Producer, log *slog.Logger) (*sink.TxnSink, error) {
-	e, o := s.ExactlyOnce, s.Offsets
-	return sink.NewTxnSink(p, sink.TxnConfig{TransactionalID: e.TransactionalID, Timeout: e.Timeout, Boundary: e.Boundary, Interval: e.Interval,
-		OffsetsTopic: o.Topic, Connector: o.Connector, Server: s.Postgres.TopicPrefix, OffsetsReplication: o.Replication,
-		// Half of the relay's in-flight budget (relay.Options in main), so
-		// that a PostgreSQL transaction larger than it still streams.
-		CarryRecords: relay.DefaultMaxInFlightRecords / 2, CarryBytes: int(s.Kafka.BufferMemory / 2)}, log)
+// ExactlyOnceSink returns the transactional sink of
+// exactly.once.support=required on p's connections, recording positions
+// in the offsets topic.
+func (s *Setup) ExactlyOnceSink(p *sink.Producer, log *slog.Logger) (*exactlyonce.Sink, error) {
+	c, o := s.ExactlyOnce, s.Offsets
+	// Half of the relay's in-flight budget (relay.Options in main), so
+	// that a PostgreSQL transaction larger than it still streams.
+	c.CarryRecords, c.CarryBytes = relay.DefaultMaxInFlightRecords/2, int(s.Kafka.BufferMemory/2)
+	return exactlyonce.New(p, p.Offsets(o.Topic, o.Connector, s.Postgres.TopicPrefix, o.Replication), c, log)
 }

@@ -87,13 +87,13 @@ func TestParseExactlyOnce(t *testing.T) {
 		{map[string]string{"exactly.once.support": "required", "transaction.boundary": "interval", "transaction.boundary.interval.ms": "120000", "transaction.timeout.ms": "300000"}, ""},
 		{map[string]string{"exactly.once.support": "required", "transaction.timeout.ms": "x"}, "transaction.timeout.ms \"x\""},
 	} {
-		c, err := parseExactlyOnce(tc.relay, o, false)
+		required, _, err := parseExactlyOnce(tc.relay, o, false)
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%v: %v", tc.relay, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%v: error %v, want one with %q", tc.relay, err, tc.err)
-		case tc.err == "" && !c.Required:
+		case tc.err == "" && !required:
 			t.Errorf("%v: not required", tc.relay)
 		}
 	}

@@ -58,7 +58,7 @@ func (s *Setup) Shadow(prefix string, log *slog.Logger) ([]string, error) {
 	}
 	change("offsets.storage.topic", s.Offsets.Topic, ShadowOffsetsTopic)
 	s.Offsets.Topic = ShadowOffsetsTopic
-	if s.ExactlyOnce.Required {
+	if s.ExactlyOnceRequired {
 		change("transactional.id", s.ExactlyOnce.TransactionalID, s.ExactlyOnce.TransactionalID+ShadowSlotSuffix)
 		s.ExactlyOnce.TransactionalID += ShadowSlotSuffix
 	}

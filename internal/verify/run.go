@@ -59,7 +59,7 @@ func Run(ctx context.Context, set *setup.Setup, opt Options, w io.Writer) error 
 		names = append(names, t)
 	}
 	read := Topics
-	if set.ExactlyOnce.Required {
+	if set.ExactlyOnceRequired {
 		read = TopicsCommitted // what a read_committed consumer sees
 	}
 	deliveries, err := read(ctx, dialer, set.Kafka.Brokers[0], names, "id")

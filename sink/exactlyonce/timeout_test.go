@@ -1,4 +1,4 @@
-package sink
+package exactlyonce
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/router"
 )
 
 // errFencedByBroker is what TxnProducer returns for PRODUCER_FENCED or
@@ -25,7 +26,7 @@ func failNextWith(f *fakeTxn, err error, timedOut bool) {
 
 // sendTxn sends one PostgreSQL transaction of one record and its
 // boundary, and waits for the record's ack.
-func sendTxn(t *testing.T, s *TxnSink, v string, end capture.LSN) error {
+func sendTxn(t *testing.T, s *Sink, v string, end capture.LSN) error {
 	t.Helper()
 	ack := sendValue(t, s, v)
 	s.Boundary(end)
@@ -41,14 +42,14 @@ func sendTxn(t *testing.T, s *TxnSink, v string, end capture.LSN) error {
 // of commits it is back.
 func TestTxnSinkTimeoutResumedSmaller(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{Timeout: 8 * time.Second})
+	s := newFakeTxnSink(t, f, Config{Timeout: 8 * time.Second})
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	failNextWith(f, errFencedByBroker, true)
 	err := sendTxn(t, s, "a", 100)
-	if !errors.Is(err, ErrTxnAborted) || errors.Is(err, ErrTxnFenced) || !strings.Contains(err.Error(), "transaction.timeout.ms") {
-		t.Fatalf("ack after the coordinator's timeout abort: %v, want ErrTxnAborted naming transaction.timeout.ms", err)
+	if !errors.Is(err, ErrAborted) || errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "transaction.timeout.ms") {
+		t.Fatalf("ack after the coordinator's timeout abort: %v, want ErrAborted naming transaction.timeout.ms", err)
 	}
 	s.workMu.Lock()
 	limit := s.w.openLimit()
@@ -90,20 +91,20 @@ func TestTxnSinkTimeoutResumedSmaller(t *testing.T) {
 // refused the producer's id and epoch.
 func TestTxnSinkFencedNotTimeout(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{TransactionalID: "c"})
+	s := newFakeTxnSink(t, f, Config{TransactionalID: "c"})
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	failNextWith(f, fmt.Errorf("kafkabatch: producing (transactional.id \"c\"): %w", kafkabatch.ErrFenced), false)
 	err := sendTxn(t, s, "a", 100)
-	if !errors.Is(err, ErrTxnFenced) || errors.Is(err, ErrTxnAborted) {
-		t.Fatalf("ack after a takeover: %v, want ErrTxnFenced", err)
+	if !errors.Is(err, ErrFenced) || errors.Is(err, ErrAborted) {
+		t.Fatalf("ack after a takeover: %v, want ErrFenced", err)
 	}
 	if n := strings.Count(err.Error(), "took over"); n != 1 {
 		t.Errorf("the fenced error says \"took over\" %d times, want once: %v", n, err)
 	}
-	if _, _, err := s.Start(context.Background()); !errors.Is(err, ErrTxnFenced) {
-		t.Fatalf("Start after the takeover: %v, want ErrTxnFenced", err)
+	if _, _, err := s.Start(context.Background()); !errors.Is(err, ErrFenced) {
+		t.Fatalf("Start after the takeover: %v, want ErrFenced", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -115,19 +116,19 @@ func TestTxnSinkFencedNotTimeout(t *testing.T) {
 // Regression (review 17b, risk 1): three timeouts of Kafka transactions
 // that each held one small PostgreSQL transaction (a slow broker or a
 // starved machine, not a big transaction) stopped the relay as
-// ErrTxnRejected. The stop now needs the PostgreSQL transaction itself to
+// ErrRejected. The stop now needs the PostgreSQL transaction itself to
 // have streamed longer than the shortest open limit: these are aborted
 // and retried, however often.
 func TestTxnSinkTimeoutSmallTransactionRetried(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{Timeout: 8 * time.Second})
+	s := newFakeTxnSink(t, f, Config{Timeout: 8 * time.Second})
 	for attempt := 1; attempt <= 5; attempt++ {
 		if _, _, err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		failNextWith(f, errFencedByBroker, true)
-		if err := sendTxn(t, s, "small", 0x1_0000_0100); !errors.Is(err, ErrTxnAborted) || errors.Is(err, ErrTxnRejected) {
-			t.Fatalf("attempt %d: %v, want ErrTxnAborted (retried)", attempt, err)
+		if err := sendTxn(t, s, "small", 0x1_0000_0100); !errors.Is(err, ErrAborted) || errors.Is(err, ErrRejected) {
+			t.Fatalf("attempt %d: %v, want ErrAborted (retried)", attempt, err)
 		}
 	}
 	s.workMu.Lock()
@@ -141,13 +142,13 @@ func TestTxnSinkTimeoutSmallTransactionRetried(t *testing.T) {
 // boundary within a round, instead of carrying everything the round took.
 func TestTxnSinkCommitsAtOpenLimit(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{})
+	s := newFakeTxnSink(t, f, Config{})
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	s.workMu.Lock() // the round takes all three transactions at once
 	s.w.limit, s.w.limitAt = time.Nanosecond, time.Now()
-	s.p.cfg.BatchBytes = 1 // every record is a batch of its own, written when the next comes
+	s.pcfg.BatchBytes = 1 // every record is a batch of its own, written when the next comes
 	var acks []chan error
 	for i := range 3 {
 		acks = append(acks, sendValue(t, s, fmt.Sprint(i)))
@@ -186,8 +187,7 @@ func TestTxnSinkTimeoutOnBed(t *testing.T) {
 	topic, offsets, id := fmt.Sprintf("txn-timeout-%d", suffix), fmt.Sprintf("txn-timeout-offsets-%d", suffix), fmt.Sprintf("txn-timeout-test-%d", suffix)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	s, err := NewTxnSink(p, TxnConfig{TransactionalID: id, Timeout: time.Second, OffsetsTopic: offsets, Connector: id, Server: "srv", OffsetsReplication: -1,
-		CarryRecords: 1, CarryBytes: 1 << 20}, testLogger(t))
+	s, err := New(p, p.Offsets(offsets, id, "srv", -1), Config{TransactionalID: id, Timeout: time.Second, CarryRecords: 1, CarryBytes: 1 << 20}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestTxnSinkTimeoutOnBed(t *testing.T) {
 	send := func(v string) chan error {
 		t.Helper()
 		ch := make(chan error, 1)
-		if err := s.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte(v), EventID: v}, func(err error) { ch <- err }); err != nil {
+		if err := s.Send(ctx, router.Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte(v), EventID: v}, func(err error) { ch <- err }); err != nil {
 			t.Fatal(err)
 		}
 		return ch
@@ -220,8 +220,8 @@ func TestTxnSinkTimeoutOnBed(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("after %s: %v", time.Since(started).Round(100*time.Millisecond), ackErr)
-	if !errors.Is(ackErr, ErrTxnAborted) || errors.Is(ackErr, ErrTxnFenced) || !strings.Contains(ackErr.Error(), "transaction.timeout.ms") {
-		t.Fatalf("the record after the coordinator's timeout abort: %v; want ErrTxnAborted naming transaction.timeout.ms, not fenced", ackErr)
+	if !errors.Is(ackErr, ErrAborted) || errors.Is(ackErr, ErrFenced) || !strings.Contains(ackErr.Error(), "transaction.timeout.ms") {
+		t.Fatalf("the record after the coordinator's timeout abort: %v; want ErrAborted naming transaction.timeout.ms, not fenced", ackErr)
 	}
 	if pos, _, err := s.Start(ctx); err != nil || pos.LSN != 0x100 {
 		t.Fatalf("the next session's Start: %+v, %v; want the committed 0x100", pos, err)
@@ -246,7 +246,7 @@ func TestTxnSinkTimeoutOnBed(t *testing.T) {
 // the next session goes on.
 func TestTxnSinkStartAfterTimedOutOpenTransaction(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{})
+	s := newFakeTxnSink(t, f, Config{})
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

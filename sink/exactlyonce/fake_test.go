@@ -1,4 +1,4 @@
-package sink
+package exactlyonce
 
 import (
 	"cmp"
@@ -13,6 +13,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
 // fakeTxn is a txnProducer without a broker: it keeps the values of the
@@ -131,12 +133,12 @@ func (f *fakeTxn) values() []string {
 	return append([]string(nil), f.committed...)
 }
 
-// newFakeTxnSink is a TxnSink on f, with a stored position of pos.
-func newFakeTxnSink(t *testing.T, f *fakeTxn, cfg TxnConfig) *TxnSink {
+// newFakeTxnSink is a Sink on f, with a stored position of pos.
+func newFakeTxnSink(t *testing.T, f *fakeTxn, cfg Config) *Sink {
 	return newFakeTxnSinkWorker(t, f, cfg, true)
 }
 
-func newFakeTxnSinkWorker(t *testing.T, f *fakeTxn, cfg TxnConfig, worker bool) *TxnSink {
+func newFakeTxnSinkWorker(t *testing.T, f *fakeTxn, cfg Config, worker bool) *Sink {
 	t.Helper()
 	if cfg.Boundary == "" {
 		cfg.Boundary = BoundaryPoll
@@ -145,12 +147,16 @@ func newFakeTxnSinkWorker(t *testing.T, f *fakeTxn, cfg TxnConfig, worker bool) 
 		cfg.Timeout = 30 * time.Second
 	}
 	cfg.CarryRecords, cfg.CarryBytes = cmp.Or(cfg.CarryRecords, 5000), cmp.Or(cfg.CarryBytes, carryLimit)
-	p := &Producer{cfg: Config{Linger: time.Millisecond, BatchBytes: DefaultBatchBytes, MaxRequestSize: DefaultMaxRequestSize, MetadataMaxAge: time.Hour}}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &TxnSink{p: p, cfg: cfg, log: testLogger(t), txn: f, offsets: &Offsets{p: p, topic: "offsets", key: []byte(`["c",{"server":"s"}]`)},
-		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
-	s.load = func(context.Context) (Offset, bool, error) { return Offset{}, false, nil }
-	s.w = txnWorker{s: s, markers: -1, parts: map[string]topicParts{"offsets": {n: 1, at: time.Now()}, "t": {n: 1, at: time.Now()}}}
+	pcfg := sink.Config{Brokers: []string{"127.0.0.1:1"}, Linger: time.Millisecond, BatchBytes: sink.DefaultBatchBytes, MaxRequestSize: sink.DefaultMaxRequestSize, MetadataMaxAge: time.Hour}
+	p, err := sink.NewProducer(pcfg, nil) // never connects: the partition counts are known
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	s := newSink(pcfg, cfg, testLogger(t), f, p.Offsets("offsets", "c", "s", -1))
+	s.p = p
+	s.load = func(context.Context) (sink.Offset, bool, error) { return sink.Offset{}, false, nil }
+	s.w.parts = map[string]topicParts{"offsets": {n: 1, at: time.Now()}, "t": {n: 1, at: time.Now()}}
 	if worker {
 		go s.work()
 	}
@@ -160,10 +166,10 @@ func newFakeTxnSinkWorker(t *testing.T, f *fakeTxn, cfg TxnConfig, worker bool) 
 
 // sendValue sends a record with value v to topic t, partition 0, and
 // returns a channel with its ack.
-func sendValue(t *testing.T, s *TxnSink, v string) chan error {
+func sendValue(t *testing.T, s *Sink, v string) chan error {
 	t.Helper()
 	ch := make(chan error, 1)
-	if err := s.Send(context.Background(), Record{Topic: "t", Partition: 0, Value: []byte(v), Timestamp: time.Now()}, func(err error) { ch <- err }); err != nil {
+	if err := s.Send(context.Background(), router.Record{Topic: "t", Partition: 0, Value: []byte(v), Timestamp: time.Now()}, func(err error) { ch <- err }); err != nil {
 		t.Fatal(err)
 	}
 	return ch
@@ -187,7 +193,7 @@ func waitAck(t *testing.T, ch chan error) error {
 // negative (Committed said "all" while records were uncommitted).
 func TestTxnSinkStaleRoundAfterStart(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSinkWorker(t, f, TxnConfig{}, false) // this test plays the worker's first step
+	s := newFakeTxnSinkWorker(t, f, Config{}, false) // this test plays the worker's first step
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +206,8 @@ func TestTxnSinkStaleRoundAfterStart(t *testing.T) {
 	s.step(items, flushWant, gen)
 	s.workMu.Unlock()
 	go s.work()
-	if err := waitAck(t, old); !errors.Is(err, ErrTxnAborted) {
-		t.Fatalf("the old session's record: ack %v, want ErrTxnAborted", err)
+	if err := waitAck(t, old); !errors.Is(err, ErrAborted) {
+		t.Fatalf("the old session's record: ack %v, want ErrAborted", err)
 	}
 	newer := sendValue(t, s, "new")
 	s.Boundary(100)
@@ -228,7 +234,7 @@ func TestTxnSinkStaleRoundAfterStart(t *testing.T) {
 // fenced at its first write.
 func TestTxnSinkInitEveryStart(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{})
+	s := newFakeTxnSink(t, f, Config{})
 	for range 2 {
 		if _, _, err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -250,7 +256,7 @@ func TestTxnSinkInitEveryStart(t *testing.T) {
 // records (as relay.Budget blocks Send), the transaction has 50.
 func TestTxnSinkTransactionLargerThanBudget(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{CarryRecords: 5, CarryBytes: 1 << 20})
+	s := newFakeTxnSink(t, f, Config{CarryRecords: 5, CarryBytes: 1 << 20})
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +267,7 @@ func TestTxnSinkTransactionLargerThanBudget(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("record %d of the transaction: the budget stayed full for 5 s", i)
 		}
-		if err := s.Send(context.Background(), Record{Topic: "t", Partition: 0, Value: []byte(fmt.Sprint(i)), Timestamp: time.Now()}, func(error) { <-budget }); err != nil {
+		if err := s.Send(context.Background(), router.Record{Topic: "t", Partition: 0, Value: []byte(fmt.Sprint(i)), Timestamp: time.Now()}, func(error) { <-budget }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -280,7 +286,7 @@ func TestTxnSinkTransactionLargerThanBudget(t *testing.T) {
 // ignored its ctx while it waited.
 func TestTxnSinkCloseAndStartWithKafkaDown(t *testing.T) {
 	f := &fakeTxn{block: make(chan struct{})} // Commit waits: Kafka does not answer
-	s := newFakeTxnSink(t, f, TxnConfig{})
+	s := newFakeTxnSink(t, f, Config{})
 	if _, _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +314,7 @@ func TestTxnSinkCloseAndStartWithKafkaDown(t *testing.T) {
 // transaction.boundary.interval.ms with a transaction open, past half of
 // transaction.timeout.ms (the coordinator aborts at the timeout).
 func TestTxnSinkIntervalWaitCappedAtHalfTimeout(t *testing.T) {
-	s := newFakeTxnSinkWorker(t, &fakeTxn{}, TxnConfig{Boundary: BoundaryInterval, Interval: time.Minute, Timeout: 10 * time.Second}, false)
+	s := newFakeTxnSinkWorker(t, &fakeTxn{}, Config{Boundary: BoundaryInterval, Interval: time.Minute, Timeout: 10 * time.Second}, false)
 	s.w.open, s.w.bSeq, s.w.openedAt = true, 1, time.Now()
 	got := s.w.wait()
 	s.w.open = false
@@ -320,7 +326,7 @@ func TestTxnSinkIntervalWaitCappedAtHalfTimeout(t *testing.T) {
 
 // Regression (review of issue 17, finding 9): permanent broker answers
 // (a record too large for the topic, a missing ACL) were aborted and
-// retried as ErrTxnAborted for ever; they are ErrTxnRejected, naming the fix.
+// retried as ErrAborted for ever; they are ErrRejected, naming the fix.
 func TestTxnSinkPermanentErrorsRejected(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -332,7 +338,7 @@ func TestTxnSinkPermanentErrorsRejected(t *testing.T) {
 		{kafka.OutOfOrderSequenceNumber, ""}, // abortable: resumed
 	} {
 		f := &fakeTxn{}
-		s := newFakeTxnSink(t, f, TxnConfig{TransactionalID: "c"})
+		s := newFakeTxnSink(t, f, Config{TransactionalID: "c"})
 		if _, _, err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -343,10 +349,10 @@ func TestTxnSinkPermanentErrorsRejected(t *testing.T) {
 		s.Boundary(100)
 		err := waitAck(t, ack)
 		switch {
-		case tc.name == "" && !errors.Is(err, ErrTxnAborted):
-			t.Errorf("%v: ack %v, want ErrTxnAborted", tc.err, err)
-		case tc.name != "" && (!errors.Is(err, ErrTxnRejected) || errors.Is(err, ErrTxnAborted) || !strings.Contains(err.Error(), tc.name)):
-			t.Errorf("%v: ack %v, want ErrTxnRejected naming %s", tc.err, err, tc.name)
+		case tc.name == "" && !errors.Is(err, ErrAborted):
+			t.Errorf("%v: ack %v, want ErrAborted", tc.err, err)
+		case tc.name != "" && (!errors.Is(err, ErrRejected) || errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), tc.name)):
+			t.Errorf("%v: ack %v, want ErrRejected naming %s", tc.err, err, tc.name)
 		}
 	}
 }
@@ -358,7 +364,7 @@ func TestTxnSinkPermanentErrorsRejected(t *testing.T) {
 // transaction now, as Java's and the at-least-once producer's.
 func TestTxnSinkNullKeySticky(t *testing.T) {
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{})
+	s := newFakeTxnSink(t, f, Config{})
 	s.workMu.Lock()
 	s.w.parts["t"] = topicParts{n: 8, at: time.Now()}
 	s.workMu.Unlock()
@@ -367,7 +373,7 @@ func TestTxnSinkNullKeySticky(t *testing.T) {
 	}
 	s.workMu.Lock() // the whole transaction reaches the worker in one round
 	for i := range 50 {
-		if err := s.Send(context.Background(), Record{Topic: "t", Partition: -1, Value: []byte(fmt.Sprint(i)), Timestamp: time.Now()}, func(error) {}); err != nil {
+		if err := s.Send(context.Background(), router.Record{Topic: "t", Partition: -1, Value: []byte(fmt.Sprint(i)), Timestamp: time.Now()}, func(error) {}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,17 @@
-package sink
+// Package exactlyonce is the exactly-once sink
+// (exactly.once.support=required, DESIGN.md invariant 10): Sink writes the
+// records of whole PostgreSQL transactions, and last the offsets-topic
+// record of the position after them, in one Kafka transaction, so that a
+// read_committed reader sees both or neither; Delivery is the relay's
+// relay.Delivery on it. One worker goroutine (worker.go) drives the
+// transactional producer (internal/kafkabatch.TxnProducer): it batches per
+// partition, commits at a PostgreSQL transaction's end (boundary), holds
+// back the records of one not yet ended, and tells a coordinator's
+// timeout abort from a takeover by another instance (timeout.go).
+//
+// It is built on package sink's producer (its connections, configuration
+// and partition counts) and offsets topic; sink does not import it.
+package exactlyonce
 
 import (
 	"context"
@@ -11,6 +24,8 @@ import (
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
 	"github.com/outboxrelay/outboxrelay/internal/terminal"
+	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
 // Errors of the transactional sink. A failure of a Kafka transaction is
@@ -18,19 +33,19 @@ import (
 // terminal) with what it means for the relay: fenced and rejected end it,
 // aborted ends the session.
 var (
-	// ErrTxnFenced: another producer with the same transactional.id took
+	// ErrFenced: another producer with the same transactional.id took
 	// over (InitProducerId since ours): this instance must stop.
-	ErrTxnFenced = terminal.Final(errors.New("sink: fenced by a newer producer with the same transactional.id"))
-	// ErrTxnAborted: the Kafka transaction was aborted (a sequence the
+	ErrFenced = terminal.Final(errors.New("sink: fenced by a newer producer with the same transactional.id"))
+	// ErrAborted: the Kafka transaction was aborted (a sequence the
 	// broker refused, an unknown producer id, a commit whose answer never
 	// came, ...). Nothing of it is visible to read_committed readers;
 	// relaying resumes from the last committed position.
-	ErrTxnAborted = terminal.Session(errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position"))
-	// ErrTxnRejected: Kafka refused the transaction for a reason a retry
+	ErrAborted = terminal.Session(errors.New("sink: the Kafka transaction was aborted; resuming from the last committed position"))
+	// ErrRejected: Kafka refused the transaction for a reason a retry
 	// does not cure (a record too large for the topic, a missing ACL, a
 	// transaction.timeout.ms the broker does not allow): the relay stops,
 	// and the error names what to change.
-	ErrTxnRejected = terminal.Final(errors.New("sink: Kafka refused the transaction permanently"))
+	ErrRejected = terminal.Final(errors.New("sink: Kafka refused the transaction permanently"))
 )
 
 // Transaction boundaries (transaction.boundary).
@@ -39,23 +54,22 @@ const (
 	BoundaryInterval = "interval" // commit every transaction.boundary.interval.ms
 )
 
-// TxnConfig configures a TxnSink.
-type TxnConfig struct {
+// Config is the exactly-once sink's configuration: the keys of Kafka
+// transactions (internal/setup parses them), and how much it holds back.
+type Config struct {
 	TransactionalID string        // transactional.id; the connector's name by default
 	Timeout         time.Duration // transaction.timeout.ms, default 60 s
 	Boundary        string        // transaction.boundary: poll (default) or interval
-	Interval        time.Duration // transaction.boundary.interval.ms (interval only)
-	// Offsets is where each transaction records its last commit position.
-	OffsetsTopic, Connector, Server string
-	OffsetsReplication              int
+	Interval        time.Duration // transaction.boundary.interval.ms (interval only), default offset.flush.interval.ms
 	// CarryRecords and CarryBytes bound the records after the last
 	// boundary held back unacknowledged (default 5,000 and 1 MiB of
-	// recordSize): set them to half of the caller's in-flight budget, or a
-	// PostgreSQL transaction larger than the budget never finishes.
+	// kafkabatch.RecordSize): set them to half of the caller's in-flight
+	// budget, or a PostgreSQL transaction larger than the budget never
+	// finishes.
 	CarryRecords, CarryBytes int
 }
 
-// TxnSink writes records in Kafka transactions (exactly-once): each Kafka
+// Sink writes records in Kafka transactions (exactly-once): each Kafka
 // transaction holds the records of whole PostgreSQL transactions (a
 // Boundary ends one), and, last, the offsets-topic record of the last
 // boundary's position; a read_committed reader sees the records and the
@@ -66,14 +80,15 @@ type TxnConfig struct {
 // never will be): it frees the caller's budget; what is committed is
 // Committed. One goroutine (the worker) drives the transactional producer.
 // Send, Boundary, Flush and Start belong to one caller goroutine.
-type TxnSink struct {
-	p       *Producer
-	cfg     TxnConfig
+type Sink struct {
+	p       *sink.Producer // topics and partition counts
+	pcfg    sink.Config    // the producer's: linger.ms, batch.size, max.request.size, metadata.max.age.ms
+	cfg     Config
 	log     *slog.Logger
 	txn     txnProducer
-	offsets *Offsets
+	offsets *sink.Offsets
 	// load reads the last committed position back (Offsets.Load).
-	load func(context.Context) (Offset, bool, error)
+	load func(context.Context) (sink.Offset, bool, error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -115,32 +130,29 @@ type txnProducer interface {
 // txnItem is what Send and Boundary queue for the worker: a record, or a
 // boundary with its sequence number and position.
 type txnItem struct {
-	rec      *pending    // nil for a boundary
-	seq      int64       // a boundary's sequence number
-	position capture.LSN // a boundary's position (0: none)
+	rec      *kafkabatch.Pending // nil for a boundary
+	seq      int64               // a boundary's sequence number
+	position capture.LSN         // a boundary's position (0: none)
 }
 
-// NewTxnSink makes a transactional sink on p's connections and
-// configuration. It does not connect: Start does.
-func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) {
+// New makes an exactly-once sink on p's connections and configuration,
+// recording positions in offsets. It does not connect: Start does.
+func New(p *sink.Producer, offsets *sink.Offsets, cfg Config, log *slog.Logger) (*Sink, error) {
 	if cfg.Boundary == "" {
 		cfg.Boundary = BoundaryPoll
 	}
 	if cfg.Boundary != BoundaryPoll && cfg.Boundary != BoundaryInterval {
-		return nil, fmt.Errorf("sink: transaction.boundary=%s: write poll or interval", cfg.Boundary)
+		return nil, fmt.Errorf("exactly-once: transaction.boundary=%s: write poll or interval", cfg.Boundary)
 	}
 	if cfg.Boundary == BoundaryInterval && cfg.Interval <= 0 {
-		return nil, errors.New("sink: transaction.boundary=interval needs a positive transaction.boundary.interval.ms")
+		return nil, errors.New("exactly-once: transaction.boundary=interval needs a positive transaction.boundary.interval.ms")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	comp := kafkabatch.Compression(p.cfg.Compression)
-	txn, err := kafkabatch.NewTxnProducer(p.client, kafkabatch.TxnConfig{TransactionalID: cfg.TransactionalID, TransactionTimeout: cfg.Timeout,
-		Compression: comp, RetryBackoff: p.cfg.RetryBackoff, RetryBackoffMax: p.cfg.RetryBackoffMax,
-		MaxRequestSize: p.cfg.MaxRequestSize, Dial: p.dialBroker}, log)
+	txn, err := p.TxnProducer(cfg.TransactionalID, cfg.Timeout, log)
 	if err != nil {
-		return nil, fmt.Errorf("sink: %w", err)
+		return nil, err
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
@@ -151,36 +163,40 @@ func NewTxnSink(p *Producer, cfg TxnConfig, log *slog.Logger) (*TxnSink, error) 
 	if cfg.CarryBytes <= 0 {
 		cfg.CarryBytes = carryLimit
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &TxnSink{p: p, cfg: cfg, log: log.With("component", "txn-sink", "transactional_id", cfg.TransactionalID), txn: txn,
-		offsets: p.Offsets(cfg.OffsetsTopic, cfg.Connector, cfg.Server, cfg.OffsetsReplication),
-		ctx:     ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
-	s.load = s.offsets.Load
-	s.w = txnWorker{s: s, parts: map[string]topicParts{}, markers: -1}
+	s := newSink(p.Config(), cfg, log, txn, offsets)
+	s.p, s.load = p, offsets.Load
+	s.w.parts = map[string]topicParts{}
 	go s.work()
 	return s, nil
+}
+
+// newSink is a Sink on txn, its worker not started.
+func newSink(pcfg sink.Config, cfg Config, log *slog.Logger, txn txnProducer, offsets *sink.Offsets) *Sink {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Sink{pcfg: pcfg, cfg: cfg, log: log.With("component", "txn-sink", "transactional_id", cfg.TransactionalID), txn: txn, offsets: offsets,
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	s.w = txnWorker{s: s, markers: -1}
+	return s
 }
 
 // Send queues r for the next transaction; its ack comes once it is
 // written inside it (nil), or with the reason it never will be. After a
 // failure it refuses records until Start.
-func (s *TxnSink) Send(ctx context.Context, r Record, onAck func(error)) error {
+func (s *Sink) Send(ctx context.Context, r router.Record, onAck func(error)) error {
 	if r.Topic == "" {
-		return &RecordError{Partition: r.Partition, EventID: r.EventID, Err: errors.New("empty topic name")}
+		return &sink.RecordError{Partition: r.Partition, EventID: r.EventID, Err: errors.New("empty topic name")}
 	}
-	size := recordSize(r)
-	if size+batchOverhead > s.p.cfg.MaxRequestSize {
-		return &RecordError{Topic: r.Topic, Partition: r.Partition, EventID: r.EventID,
-			Err: fmt.Errorf("%w: %d bytes serialized (at most), %s is %d; raise %s (and the topic's max.message.bytes) or send a smaller payload",
-				ErrRecordTooLarge, size+batchOverhead, KeyMaxRequestSize, s.p.cfg.MaxRequestSize, KeyMaxRequestSize)}
+	size, err := sink.SizeOf(r, s.pcfg.MaxRequestSize)
+	if err != nil {
+		return err
 	}
-	pe := newPending(r, size, onAck)
+	rec := kafkabatch.Take(r, size, onAck)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
 		return s.broken
 	}
-	s.queue = append(s.queue, txnItem{rec: pe})
+	s.queue = append(s.queue, txnItem{rec: &rec})
 	s.pending++
 	s.signal()
 	return nil
@@ -189,7 +205,7 @@ func (s *TxnSink) Send(ctx context.Context, r Record, onAck func(error)) error {
 // Boundary ends a PostgreSQL transaction (or marks a point between
 // records where a commit may fall, position 0): what was sent before may
 // be committed, with position recorded in the offsets topic.
-func (s *TxnSink) Boundary(position capture.LSN) {
+func (s *Sink) Boundary(position capture.LSN) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
@@ -201,7 +217,7 @@ func (s *TxnSink) Boundary(position capture.LSN) {
 }
 
 // signal wakes the worker (s.mu held); a wake already pending suffices.
-func (s *TxnSink) signal() {
+func (s *Sink) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -210,15 +226,15 @@ func (s *TxnSink) signal() {
 
 // Committed returns the position the last Kafka commit recorded, and
 // whether every record sent is committed (then anything acknowledged is).
-func (s *TxnSink) Committed() (position capture.LSN, all bool) {
+func (s *Sink) Committed() (position capture.LSN, all bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pos, s.broken == nil && s.pending == 0
 }
 
 // Err is the failure that ended the sink's transactions, if any:
-// ErrTxnFenced or ErrTxnAborted, wrapped.
-func (s *TxnSink) Err() error {
+// ErrFenced or ErrAborted, wrapped.
+func (s *Sink) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.broken
@@ -226,7 +242,7 @@ func (s *TxnSink) Err() error {
 
 // Flush commits everything up to the last boundary sent and waits for
 // it. Records after it (a PostgreSQL transaction not finished) stay out.
-func (s *TxnSink) Flush(ctx context.Context) error {
+func (s *Sink) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	want := s.boundaries
 	s.flushWant = max(s.flushWant, want)
@@ -247,7 +263,7 @@ func (s *TxnSink) Flush(ctx context.Context) error {
 }
 
 // notifyLocked wakes Flush waiters.
-func (s *TxnSink) notifyLocked() {
+func (s *Sink) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -258,9 +274,9 @@ func (s *TxnSink) notifyLocked() {
 // instance and ending any transaction open at the coordinator, as
 // Connect's tasks call initTransactions at every start), and reads back,
 // read_committed, the last committed position. A fenced sink stays fenced.
-func (s *TxnSink) Start(ctx context.Context) (Offset, bool, error) {
+func (s *Sink) Start(ctx context.Context) (sink.Offset, bool, error) {
 	if err := s.lockWorker(ctx); err != nil {
-		return Offset{}, false, fmt.Errorf("sink: starting a session: waiting for the last Kafka transaction's round: %w", err)
+		return sink.Offset{}, false, fmt.Errorf("sink: starting a session: waiting for the last Kafka transaction's round: %w", err)
 	}
 	defer s.workMu.Unlock()
 	return s.startLocked(ctx)
@@ -268,7 +284,7 @@ func (s *TxnSink) Start(ctx context.Context) (Offset, bool, error) {
 
 // lockWorker takes workMu, or gives up when ctx ends first (the worker
 // retries a round until Kafka answers or the sink closes).
-func (s *TxnSink) lockWorker(ctx context.Context) error {
+func (s *Sink) lockWorker(ctx context.Context) error {
 	got := make(chan struct{})
 	go func() {
 		s.workMu.Lock()
@@ -287,13 +303,13 @@ func (s *TxnSink) lockWorker(ctx context.Context) error {
 }
 
 // startLocked is Start, with workMu held.
-func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
+func (s *Sink) startLocked(ctx context.Context) (sink.Offset, bool, error) {
 	s.mu.Lock()
 	s.gen++ // what the worker took before this belongs to the last session
-	if errors.Is(s.broken, ErrTxnFenced) {
+	if errors.Is(s.broken, ErrFenced) {
 		err := s.broken
 		s.mu.Unlock()
-		return Offset{}, false, err
+		return sink.Offset{}, false, err
 	}
 	queued := s.queue
 	s.queue, s.pending = nil, 0
@@ -301,16 +317,16 @@ func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
 	s.mu.Unlock()
 	for _, it := range queued {
 		if it.rec != nil {
-			it.rec.onAck(ErrTxnAborted)
+			it.rec.OnAck(ErrAborted)
 		}
 	}
-	s.w.drop(ErrTxnAborted)
+	s.w.drop(ErrAborted)
 	if err := s.w.reset(ctx); err != nil {
-		return Offset{}, false, err
+		return sink.Offset{}, false, err
 	}
 	pos, found, err := s.load(ctx)
 	if err != nil {
-		return Offset{}, false, err
+		return sink.Offset{}, false, err
 	}
 	s.mu.Lock()
 	s.broken, s.pos = nil, pos.LSN
@@ -320,7 +336,7 @@ func (s *TxnSink) startLocked(ctx context.Context) (Offset, bool, error) {
 
 // Close stops the worker first (ending a round that retries while Kafka
 // is down), then aborts an open transaction, best effort, within 5 s.
-func (s *TxnSink) Close() error {
+func (s *Sink) Close() error {
 	s.cancel()
 	<-s.done
 	s.workMu.Lock()
@@ -336,7 +352,7 @@ func (s *TxnSink) Close() error {
 
 // fail ends the sink's transactions with err: queued records get it as
 // their ack, Send refuses new ones until Start.
-func (s *TxnSink) fail(err error) {
+func (s *Sink) fail(err error) {
 	s.mu.Lock()
 	if s.broken == nil {
 		s.broken = err
@@ -347,14 +363,14 @@ func (s *TxnSink) fail(err error) {
 	s.mu.Unlock()
 	for _, it := range queued {
 		if it.rec != nil {
-			it.rec.onAck(err)
+			it.rec.OnAck(err)
 		}
 	}
 }
 
 // take waits for queued items, or until wait passes when wait > 0. It
 // returns them with the flush wanted and the session they belong to.
-func (s *TxnSink) take(wait time.Duration) ([]txnItem, int64, int64, bool) {
+func (s *Sink) take(wait time.Duration) ([]txnItem, int64, int64, bool) {
 	var timer <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -386,7 +402,7 @@ func (s *TxnSink) take(wait time.Duration) ([]txnItem, int64, int64, bool) {
 }
 
 // work is the worker goroutine: one round of the transaction per take.
-func (s *TxnSink) work() {
+func (s *Sink) work() {
 	defer close(s.done)
 	for {
 		s.workMu.Lock()
@@ -407,11 +423,11 @@ func (s *TxnSink) work() {
 
 // step runs one round on what take returned, with workMu held; items of
 // an earlier session (or a failed sink) are acknowledged with the reason.
-func (s *TxnSink) step(items []txnItem, flushWant, gen int64) {
+func (s *Sink) step(items []txnItem, flushWant, gen int64) {
 	if err := s.stale(gen); err != nil {
 		for _, it := range items {
 			if it.rec != nil {
-				it.rec.onAck(err)
+				it.rec.OnAck(err)
 			}
 		}
 	} else if err := s.w.round(items, flushWant); err != nil {
@@ -422,20 +438,20 @@ func (s *TxnSink) step(items []txnItem, flushWant, gen int64) {
 // stale says why items taken in session gen may not join a transaction:
 // the sink failed, or a Start began another session since (it aborted
 // the last one's records, and its position does not cover them).
-func (s *TxnSink) stale(gen int64) error {
+func (s *Sink) stale(gen int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
 		return s.broken
 	}
 	if gen != s.gen {
-		return ErrTxnAborted
+		return ErrAborted
 	}
 	return nil
 }
 
 // sleep waits d, or until the sink closes (false).
-func (s *TxnSink) sleep(d time.Duration) bool {
+func (s *Sink) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -448,7 +464,7 @@ func (s *TxnSink) sleep(d time.Duration) bool {
 
 // committedUpTo records a commit: the boundary seq with position pos
 // (0: keep the last one), n records.
-func (s *TxnSink) committedUpTo(seq int64, pos capture.LSN, n int) {
+func (s *Sink) committedUpTo(seq int64, pos capture.LSN, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.committed = max(s.committed, seq)
@@ -461,17 +477,17 @@ func (s *TxnSink) committedUpTo(seq int64, pos capture.LSN, n int) {
 
 // SetOrigin names the server and timeline ("<system id>/<timeline>") of
 // the positions this session's transactions record.
-func (s *TxnSink) SetOrigin(origin string) {
+func (s *Sink) SetOrigin(origin string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.origin = origin
 }
 
-func (s *TxnSink) originNow() string {
+func (s *Sink) originNow() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.origin
 }
 
 // Offsets is the store of the position the transactions record.
-func (s *TxnSink) Offsets() *Offsets { return s.offsets }
+func (s *Sink) Offsets() *sink.Offsets { return s.offsets }

@@ -1,4 +1,4 @@
-package sink
+package exactlyonce
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
-	"github.com/outboxrelay/outboxrelay/internal/testbed"
+	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-func newTestTxnSink(t *testing.T, p *Producer, id, offsets string) *TxnSink {
+func newTestTxnSink(t *testing.T, p *sink.Producer, id, offsets string) *Sink {
 	t.Helper()
-	s, err := NewTxnSink(p, TxnConfig{TransactionalID: id, Timeout: 30 * time.Second, OffsetsTopic: offsets, Connector: id, Server: "srv", OffsetsReplication: -1}, testLogger(t))
+	s, err := New(p, p.Offsets(offsets, id, "srv", -1), Config{TransactionalID: id, Timeout: 30 * time.Second}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,19 +23,10 @@ func newTestTxnSink(t *testing.T, p *Producer, id, offsets string) *TxnSink {
 	return s
 }
 
-// txnBedProducer is a producer on the bed's Kafka that creates topics of
-// one partition, for the transactional sink's bed tests.
-func txnBedProducer(t *testing.T) *Producer {
-	t.Helper()
-	cfg := fastConfig(strings.Split(testbed.KafkaBrokers(t), ",")...)
-	cfg.TopicPartitions, cfg.TopicReplicationFactor = 1, -1
-	return newTestProducer(t, cfg)
-}
-
 // waitCommitted reads the topic's partition 0 read_committed until it
 // holds want (the commit markers follow a commit by a moment) or 10 s
 // passed, and returns what it read last.
-func waitCommitted(t *testing.T, p *Producer, topic, want string) string {
+func waitCommitted(t *testing.T, p *sink.Producer, topic, want string) string {
 	t.Helper()
 	var got string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -47,11 +39,13 @@ func waitCommitted(t *testing.T, p *Producer, topic, want string) string {
 
 // committedValues reads topic's partitions read_committed and returns the
 // values in offset order per partition, all partitions together.
-func committedValues(t *testing.T, p *Producer, topic string, parts int) []string {
+func committedValues(t *testing.T, p *sink.Producer, topic string, parts int) []string {
 	t.Helper()
 	var out []string
+	c, done := bedClient(p)
+	defer done()
 	for part := range parts {
-		f, err := kafkabatch.FetchCommitted(context.Background(), p.client, kafkabatch.TopicPartition{Topic: topic, Partition: part}, 0, 1<<20)
+		f, err := kafkabatch.FetchCommitted(context.Background(), c, kafkabatch.TopicPartition{Topic: topic, Partition: part}, 0, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,9 +75,9 @@ func TestTxnSinkOnBed(t *testing.T) {
 		t.Fatalf("first Start: found %v, err %v; want nothing recorded", found, err)
 	}
 	a := newAcks()
-	send := func(s *TxnSink, v string) {
+	send := func(s *Sink, v string) {
 		t.Helper()
-		if err := s.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte(v), EventID: v}, a.cb(v)); err != nil {
+		if err := s.Send(ctx, router.Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte(v), EventID: v}, a.cb(v)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,8 +97,8 @@ func TestTxnSinkOnBed(t *testing.T) {
 	if pos, found, err := s.Start(ctx); err != nil || !found || pos.LSN != 0x100 {
 		t.Fatalf("Start: %+v, found %v, err %v; want the committed position 0x100", pos, found, err)
 	}
-	if err := a.err("c"); !errors.Is(err, ErrTxnAborted) {
-		t.Fatalf("the unfinished record's ack: %v; want ErrTxnAborted", err)
+	if err := a.err("c"); !errors.Is(err, ErrAborted) {
+		t.Fatalf("the unfinished record's ack: %v; want ErrAborted", err)
 	}
 	send(s, "d")
 	taker := newTestTxnSink(t, p, id, offsets)
@@ -112,8 +106,8 @@ func TestTxnSinkOnBed(t *testing.T) {
 		t.Fatalf("the second instance's Start: %+v, %v; want 0x100", pos, err)
 	}
 	s.Boundary(0x200)
-	if err := s.Flush(ctx); !errors.Is(err, ErrTxnFenced) || !strings.Contains(err.Error(), "took over") {
-		t.Fatalf("the fenced instance's Flush: %v; want ErrTxnFenced naming the takeover", err)
+	if err := s.Flush(ctx); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "took over") {
+		t.Fatalf("the fenced instance's Flush: %v; want ErrFenced naming the takeover", err)
 	}
 	send(taker, "e")
 	taker.Boundary(0x300)
@@ -135,8 +129,8 @@ func TestTxnSinkIntervalBoundary(t *testing.T) {
 	p := txnBedProducer(t)
 	suffix := time.Now().UnixNano()
 	topic, id := fmt.Sprintf("txn-interval-%d", suffix), fmt.Sprintf("txn-interval-test-%d", suffix)
-	s, err := NewTxnSink(p, TxnConfig{TransactionalID: id, Timeout: 30 * time.Second, Boundary: BoundaryInterval, Interval: 500 * time.Millisecond,
-		OffsetsTopic: "txn-offsets-" + id, Connector: id, Server: "srv", OffsetsReplication: -1}, testLogger(t))
+	s, err := New(p, p.Offsets("txn-offsets-"+id, id, "srv", -1), Config{TransactionalID: id, Timeout: 30 * time.Second, Boundary: BoundaryInterval, Interval: 500 * time.Millisecond},
+		testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +141,7 @@ func TestTxnSinkIntervalBoundary(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newAcks()
-	if err := s.Send(ctx, Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte("a"), EventID: "a"}, a.cb("a")); err != nil {
+	if err := s.Send(ctx, router.Record{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte("a"), EventID: "a"}, a.cb("a")); err != nil {
 		t.Fatal(err)
 	}
 	s.Boundary(0x10)

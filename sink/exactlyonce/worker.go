@@ -1,4 +1,4 @@
-package sink
+package exactlyonce
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-// carryLimit is the default of TxnConfig.CarryBytes, which with
+// carryLimit is the default of Config.CarryBytes, which with
 // CarryRecords bounds the records after the last boundary that the worker
 // holds back (they may not join a transaction that commits before their
 // PostgreSQL transaction ends). Past it they are written into the open
@@ -25,7 +26,7 @@ const carryLimit = 1 << 20
 // txnWorker is the worker goroutine's state: the open Kafka transaction,
 // its per-partition batches not yet written, and the records held back.
 type txnWorker struct {
-	s     *TxnSink
+	s     *Sink
 	parts map[string]topicParts
 
 	open     bool      // a Kafka transaction is open (something was written)
@@ -59,7 +60,7 @@ type txnWorker struct {
 
 // txnBatch is one partition's records not yet written, and their size.
 type txnBatch struct {
-	recs  []*pending
+	recs  []*kafkabatch.Pending
 	bytes int
 }
 
@@ -85,7 +86,7 @@ func (w *txnWorker) linger() time.Duration {
 	if w.lastEnd.IsZero() || w.s.cfg.Boundary != BoundaryPoll {
 		return 0
 	}
-	return txnPause(w.s.p.cfg.Linger, w.markers, w.lastN) - time.Since(w.lastEnd)
+	return txnPause(w.s.pcfg.Linger, w.markers, w.lastN) - time.Since(w.lastEnd)
 }
 
 // busyRecords: a Kafka transaction of at least this many records is a
@@ -176,7 +177,7 @@ func (w *txnWorker) round(items []txnItem, flushWant int64) error {
 	}
 	bytes := 0
 	for _, it := range tail {
-		bytes += it.rec.size
+		bytes += it.rec.Size
 	}
 	if bytes < w.s.cfg.CarryBytes && len(tail) < w.s.cfg.CarryRecords {
 		w.carry = tail
@@ -214,7 +215,7 @@ func (w *txnWorker) due(flushWant int64) bool {
 }
 
 // add puts a record in its partition's batch, writing the batch once it is full.
-func (w *txnWorker) add(pe *pending) error {
+func (w *txnWorker) add(pe *kafkabatch.Pending) error {
 	tp, err := w.partition(pe)
 	if err != nil {
 		return err
@@ -228,16 +229,16 @@ func (w *txnWorker) add(pe *pending) error {
 		w.batches[tp] = b
 		w.order = append(w.order, tp)
 	}
-	limit := min(w.s.p.cfg.BatchBytes, w.s.p.cfg.MaxRequestSize) - batchOverhead
-	if len(b.recs) > 0 && b.bytes+pe.size > limit {
+	limit := min(w.s.pcfg.BatchBytes, w.s.pcfg.MaxRequestSize) - kafkabatch.BatchOverhead
+	if len(b.recs) > 0 && b.bytes+pe.Size > limit {
 		if err := w.produce(tp, b); err != nil {
 			return err
 		}
 	}
 	b.recs = append(b.recs, pe)
-	b.bytes += pe.size
+	b.bytes += pe.Size
 	if w.spans == 0 && !w.recs {
-		w.first = pe.eventID
+		w.first = pe.EventID
 	}
 	if !w.recs {
 		w.spanAt = time.Now()
@@ -249,21 +250,21 @@ func (w *txnWorker) add(pe *pending) error {
 // partition picks a record's partition as the at-least-once producer
 // does (Java's murmur2 of the key; for a null key, one partition per
 // topic and Kafka transaction, sticky as Java's).
-func (w *txnWorker) partition(pe *pending) (kafkabatch.TopicPartition, error) {
-	if pe.partition >= 0 {
-		return kafkabatch.TopicPartition{Topic: pe.topic, Partition: pe.partition}, nil
+func (w *txnWorker) partition(pe *kafkabatch.Pending) (kafkabatch.TopicPartition, error) {
+	if pe.Partition >= 0 {
+		return kafkabatch.TopicPartition{Topic: pe.Topic, Partition: pe.Partition}, nil
 	}
-	n, err := w.partitions(pe.topic)
+	n, err := w.partitions(pe.Topic)
 	if err != nil {
 		return kafkabatch.TopicPartition{}, err
 	}
 	var p int
-	if pe.key != nil {
-		p = JavaPartition(pe.key, n, nil)
+	if pe.Key != nil {
+		p = sink.JavaPartition(pe.Key, n, nil)
 	} else {
-		p = w.stickyPartition(pe.topic, n)
+		p = w.stickyPartition(pe.Topic, n)
 	}
-	return kafkabatch.TopicPartition{Topic: pe.topic, Partition: p}, nil
+	return kafkabatch.TopicPartition{Topic: pe.Topic, Partition: p}, nil
 }
 
 // stickyPartition is the null-key partition of topic in the open
@@ -282,7 +283,7 @@ func (w *txnWorker) stickyPartition(topic string, n int) int {
 
 // partitions is topic's partition count, read again after metadata.max.age.ms.
 func (w *txnWorker) partitions(topic string) (int, error) {
-	if tp, ok := w.parts[topic]; ok && time.Since(tp.at) < w.s.p.cfg.MetadataMaxAge {
+	if tp, ok := w.parts[topic]; ok && time.Since(tp.at) < w.s.pcfg.MetadataMaxAge {
 		return tp.n, nil
 	}
 	n, err := w.s.p.EnsureTopic(w.s.ctx, topic)
@@ -310,7 +311,7 @@ func (w *txnWorker) produce(tp kafkabatch.TopicPartition, b *txnBatch) error {
 func (b *txnBatch) messages() []kafkabatch.Message {
 	msgs := make([]kafkabatch.Message, len(b.recs))
 	for i, pe := range b.recs {
-		msgs[i] = kafkabatch.Message{Key: pe.key, Value: pe.value, Timestamp: pe.time.UnixMilli(), Headers: pe.headers}
+		msgs[i] = pe.Message()
 	}
 	return msgs
 }
@@ -320,7 +321,7 @@ func (b *txnBatch) messages() []kafkabatch.Message {
 func (b *txnBatch) acked() int {
 	n := len(b.recs)
 	for _, pe := range b.recs {
-		pe.onAck(nil)
+		pe.OnAck(nil)
 	}
 	b.recs, b.bytes = b.recs[:0], 0
 	return n
@@ -417,21 +418,20 @@ func (w *txnWorker) learnMarkers() {
 	if w.lastEnd.IsZero() || a.Sent.IsZero() || a.Accepted.IsZero() || w.lastN >= busyRecords {
 		return // no commit before it, or its pause was linger.ms (txnPause)
 	}
-	w.markers = nextMarkerWait(w.markers, a.Accepted.Sub(a.Sent), a.Concurrent, w.s.p.cfg.Linger)
+	w.markers = nextMarkerWait(w.markers, a.Accepted.Sub(a.Sent), a.Concurrent, w.s.pcfg.Linger)
 }
 
 // position is the offsets-topic record of pos, for the transaction.
 func (w *txnWorker) position(pos capture.LSN) (kafkabatch.PartitionBatch, error) {
-	o := w.s.offsets
-	tp, err := w.positionPartition()
+	msg, err := w.s.offsets.Message(sink.Offset{LSN: pos, Time: time.Now(), Origin: w.s.originNow()})
 	if err != nil {
 		return kafkabatch.PartitionBatch{}, err
 	}
-	v, err := o.value(Offset{LSN: pos, Time: time.Now(), Origin: w.s.originNow()})
+	tp, err := w.positionPartition(msg.Key)
 	if err != nil {
 		return kafkabatch.PartitionBatch{}, err
 	}
-	return kafkabatch.PartitionBatch{TP: tp, Msgs: []kafkabatch.Message{{Key: o.key, Value: v, Timestamp: time.Now().UnixMilli()}}}, nil
+	return kafkabatch.PartitionBatch{TP: tp, Msgs: []kafkabatch.Message{msg}}, nil
 }
 
 // failed ends the transaction after err: a fenced producer stops for
@@ -445,7 +445,7 @@ func (w *txnWorker) failed(err error) {
 		final = w.timedOut()
 		if final == nil {
 			final = fmt.Errorf("exactly-once: stopping: %w %q: another outboxrelay with it took over (a second instance with this config, or the failover pair's other instance after this one lost the lock), not a transaction timeout (younger than transaction.timeout.ms, or the coordinator refused this instance's producer id and epoch): %w",
-				ErrTxnFenced, w.s.cfg.TransactionalID, err)
+				ErrFenced, w.s.cfg.TransactionalID, err)
 		}
 	} else {
 		if w.open {
@@ -458,7 +458,7 @@ func (w *txnWorker) failed(err error) {
 		}
 		final = w.permanent(err)
 		if final == nil {
-			final = fmt.Errorf("%w: %w", ErrTxnAborted, err)
+			final = fmt.Errorf("%w: %w", ErrAborted, err)
 		}
 	}
 	w.s.log.Warn("exactly-once: Kafka transaction failed", "err", err, "records_in_it", w.written)
@@ -472,13 +472,13 @@ func (w *txnWorker) permanent(err error) error {
 	switch {
 	case errors.Is(err, kafka.MessageSizeTooLarge), errors.Is(err, kafka.RecordListTooLarge), errors.Is(err, kafka.InvalidRecord):
 		return fmt.Errorf("exactly-once: %w: Kafka refused a record of the transaction: raise the topic's max.message.bytes above %s (%d), or send smaller payloads: %w",
-			ErrTxnRejected, KeyMaxRequestSize, w.s.p.cfg.MaxRequestSize, err)
+			ErrRejected, sink.KeyMaxRequestSize, w.s.pcfg.MaxRequestSize, err)
 	case errors.Is(err, kafka.TopicAuthorizationFailed), errors.Is(err, kafka.TransactionalIDAuthorizationFailed), errors.Is(err, kafka.ClusterAuthorizationFailed):
 		return fmt.Errorf("exactly-once: %w: not authorized: grant the principal WRITE and DESCRIBE on the transactional id and WRITE on the topics, e.g. kafka-acls --add --allow-principal User:<name> --operation Write --operation Describe --transactional-id %q: %w",
-			ErrTxnRejected, w.s.cfg.TransactionalID, err)
+			ErrRejected, w.s.cfg.TransactionalID, err)
 	case errors.Is(err, kafka.InvalidTransactionTimeout):
 		return fmt.Errorf("exactly-once: %w: transaction.timeout.ms %d is above the broker's transaction.max.timeout.ms: lower it, or raise the broker's: %w",
-			ErrTxnRejected, w.s.cfg.Timeout.Milliseconds(), err)
+			ErrRejected, w.s.cfg.Timeout.Milliseconds(), err)
 	}
 	return nil
 }
@@ -488,12 +488,12 @@ func (w *txnWorker) permanent(err error) error {
 func (w *txnWorker) drop(err error) {
 	for _, tp := range w.order {
 		for _, pe := range w.batches[tp].recs {
-			pe.onAck(err)
+			pe.OnAck(err)
 		}
 	}
 	for _, it := range w.carry {
 		if it.rec != nil {
-			it.rec.onAck(err)
+			it.rec.OnAck(err)
 		}
 	}
 	clear(w.batches)
@@ -517,7 +517,7 @@ func (w *txnWorker) reset(ctx context.Context) error {
 		if perr := w.permanent(err); perr != nil {
 			err = perr
 		} else if errors.Is(err, kafkabatch.ErrFenced) {
-			err = fmt.Errorf("%w: %w", ErrTxnFenced, err)
+			err = fmt.Errorf("%w: %w", ErrFenced, err)
 		}
 		return fmt.Errorf("exactly-once: InitProducerId for transactional.id %q: %w", w.s.cfg.TransactionalID, err)
 	}
@@ -550,23 +550,23 @@ func (w *txnWorker) lastFenced(ctx context.Context) error {
 	if err == nil {
 		err = errors.New("this instance does not hold the failover lock")
 	}
-	return fmt.Errorf("exactly-once: %w: the last session's Kafka transaction was fenced, and asking whether it timed out failed: %w", ErrTxnAborted, err)
+	return fmt.Errorf("exactly-once: %w: the last session's Kafka transaction was fenced, and asking whether it timed out failed: %w", ErrAborted, err)
 }
 
 // positionPartition is the offsets topic's partition of the position
 // record. It never creates the topic (that would give it the data topics'
 // settings, not compacted): Start's Load does, and a topic gone
 // while running fails the transaction, so the next session creates it.
-func (w *txnWorker) positionPartition() (kafkabatch.TopicPartition, error) {
-	o := w.s.offsets
-	tp, ok := w.parts[o.topic]
+func (w *txnWorker) positionPartition(key []byte) (kafkabatch.TopicPartition, error) {
+	topic := w.s.offsets.Topic()
+	tp, ok := w.parts[topic]
 	n := tp.n
-	if !ok || time.Since(tp.at) >= w.s.p.cfg.MetadataMaxAge {
+	if !ok || time.Since(tp.at) >= w.s.pcfg.MetadataMaxAge {
 		var err error
-		if n, err = w.s.p.partitionCount(w.s.ctx, o.topic, false); err != nil {
-			return kafkabatch.TopicPartition{}, fmt.Errorf("exactly-once: the offsets topic %s: %w", o.topic, err)
+		if n, err = w.s.p.PartitionCount(w.s.ctx, topic); err != nil {
+			return kafkabatch.TopicPartition{}, fmt.Errorf("exactly-once: the offsets topic %s: %w", topic, err)
 		}
-		w.parts[o.topic] = topicParts{n: n, at: time.Now()}
+		w.parts[topic] = topicParts{n: n, at: time.Now()}
 	}
-	return kafkabatch.TopicPartition{Topic: o.topic, Partition: JavaPartition(o.key, n, nil)}, nil
+	return kafkabatch.TopicPartition{Topic: topic, Partition: sink.JavaPartition(key, n, nil)}, nil
 }

@@ -1,4 +1,4 @@
-package sink
+package exactlyonce
 
 import (
 	"context"
@@ -44,10 +44,10 @@ func (w *txnWorker) relax() {
 // takeover, or when this instance no longer holds the failover lock (it
 // does not ask then: the question would fence the instance that holds
 // it). If it was the timeout, the producer goes on, the open limit
-// halves, and the error ends the session as an abort (ErrTxnAborted: the
+// halves, and the error ends the session as an abort (ErrAborted: the
 // next one resumes from the last committed position). A PostgreSQL
 // transaction that alone streamed into Kafka for longer than the open
-// limit at its shortest is ErrTxnRejected: only a longer timeout lets it
+// limit at its shortest is ErrRejected: only a longer timeout lets it
 // through. Not knowing (the lock or the coordinator could not be asked)
 // is an abort too: the next session, which needs the lock again, asks.
 func (w *txnWorker) timedOut() error {
@@ -72,7 +72,7 @@ func (w *txnWorker) timedOut() error {
 	}
 	if w.spans+btoi(w.recs) <= 1 && limit <= floor && span > limit {
 		return fmt.Errorf("exactly-once: stopping: %w: the PostgreSQL transaction after position %s (first event %q%s) streams into Kafka for longer than transaction.timeout.ms %s even alone (%d records, streaming %s, open %s, aborted by the coordinator): raise transaction.timeout.ms, up to the broker's transaction.max.timeout.ms",
-			ErrTxnRejected, w.s.committedPos().String(), w.first, w.commitPos(), w.s.cfg.Timeout, w.written, span.Round(time.Millisecond), age)
+			ErrRejected, w.s.committedPos().String(), w.first, w.commitPos(), w.s.cfg.Timeout, w.written, span.Round(time.Millisecond), age)
 	}
 	if limit <= floor {
 		w.s.log.Warn("exactly-once: the coordinator aborted a small Kafka transaction for outliving transaction.timeout.ms: the broker or this machine is slow; retrying (raise transaction.timeout.ms if this repeats)",
@@ -82,7 +82,7 @@ func (w *txnWorker) timedOut() error {
 	w.s.log.Warn("exactly-once: the coordinator aborted a Kafka transaction that outlived transaction.timeout.ms; resuming from the last committed position with shorter transactions",
 		"transaction.timeout.ms", w.s.cfg.Timeout.Milliseconds(), "open", age, "records", w.written, "postgres_transactions", w.spans+btoi(w.recs), "open_limit", w.limit)
 	return fmt.Errorf("%w: the Kafka transaction (%d records, open %s) outlived transaction.timeout.ms %s and the coordinator aborted it; the next ones commit within %s (raise transaction.timeout.ms if this repeats)",
-		ErrTxnAborted, w.written, age, w.s.cfg.Timeout, w.limit)
+		ErrAborted, w.written, age, w.s.cfg.Timeout, w.limit)
 }
 
 // unknown ends the session as an abort when a fencing error could be
@@ -95,12 +95,12 @@ func (w *txnWorker) unknown(what string, err error) error {
 		return nil
 	}
 	w.s.log.Warn("exactly-once: "+what+" failed; ending the session as aborted, the next one asks again", "err", err)
-	return fmt.Errorf("%w: fenced, and %s failed (not taken as a takeover; the next session asks again once it holds the failover lock): %w", ErrTxnAborted, what, err)
+	return fmt.Errorf("%w: fenced, and %s failed (not taken as a takeover; the next session asks again once it holds the failover lock): %w", ErrAborted, what, err)
 }
 
 // holding says whether this instance still holds the right to write
 // (SetHolder; true without a failover lock: there is no standby then).
-func (s *TxnSink) holding(ctx context.Context) (bool, error) {
+func (s *Sink) holding(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	h := s.holder
 	s.mu.Unlock()
@@ -113,7 +113,7 @@ func (s *TxnSink) holding(ctx context.Context) (bool, error) {
 // SetHolder gives the sink the failover lock's check: whether this
 // instance still holds it, asked before the coordinator is (its question
 // fences the holder's transaction). Call it before Start.
-func (s *TxnSink) SetHolder(h func(context.Context) (bool, error)) {
+func (s *Sink) SetHolder(h func(context.Context) (bool, error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.holder = h
@@ -136,7 +136,7 @@ func btoi(b bool) int {
 }
 
 // committedPos is the position the last Kafka commit recorded.
-func (s *TxnSink) committedPos() capture.LSN {
+func (s *Sink) committedPos() capture.LSN {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pos

@@ -1,4 +1,4 @@
-package sink
+package exactlyonce
 
 import (
 	"context"
@@ -7,75 +7,76 @@ import (
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-// ExactlyOnce is the relay's exactly-once delivery (relay.Delivery,
-// exactly.once.support=required, invariant 10) on a TxnSink: each Kafka
+// Delivery is the relay's exactly-once delivery (relay.Delivery,
+// exactly.once.support=required, invariant 10) on a Sink: each Kafka
 // transaction holds the records of whole PostgreSQL transactions and the
 // position after them; Open starts the sink's session (fencing an older
 // instance) and reads the last committed position back read_committed;
 // the position confirmed to PostgreSQL is held at what Kafka committed.
-type ExactlyOnce struct {
-	txn *TxnSink
+type Delivery struct {
+	txn *Sink
 }
 
-// NewExactlyOnce returns the exactly-once delivery on txn.
-func NewExactlyOnce(txn *TxnSink) *ExactlyOnce { return &ExactlyOnce{txn: txn} }
+// NewDelivery returns the exactly-once delivery on txn.
+func NewDelivery(txn *Sink) *Delivery { return &Delivery{txn: txn} }
 
-var _ relay.Delivery = (*ExactlyOnce)(nil)
+var _ relay.Delivery = (*Delivery)(nil)
 
 // Open gives the sink the source's failover lock check (asked before the
 // coordinator whether a fenced transaction timed out: the question fences
 // the holder's transaction), starts the sink's session and reads the
 // committed position.
-func (d *ExactlyOnce) Open(ctx context.Context, s relay.Opening) (relay.Recorded, bool, error) {
+func (d *Delivery) Open(ctx context.Context, s relay.Opening) (relay.Recorded, bool, error) {
 	if s.Holds != nil {
 		d.txn.SetHolder(s.Holds)
 	}
-	pos, found, err := loadRecorded(ctx, d.txn.Start, d.txn.Offsets())
-	return pos, found, markCert(err)
+	pos, found, err := d.txn.Offsets().Recorded(d.txn.Start(ctx))
+	return pos, found, sink.Marked(err)
 }
 
 // Confirmable sets the origin each Kafka commit records and holds the
 // checkpoint's progress at what Kafka committed.
-func (d *ExactlyOnce) Confirmable(ck capture.Progress, st relay.Streaming) capture.Progress {
+func (d *Delivery) Confirmable(ck capture.Progress, st relay.Streaming) capture.Progress {
 	d.txn.SetOrigin(st.Origin)
 	return &committedProgress{Progress: ck, txn: d.txn, start: st.From}
 }
 
 // Send hands a record to the open Kafka transaction; a record too large
 // for Kafka is rejected as poison.
-func (d *ExactlyOnce) Send(ctx context.Context, r *router.Record, ack func(error)) error {
-	return rejectTooLarge(d.txn.Send(ctx, *r, ack))
+func (d *Delivery) Send(ctx context.Context, r *router.Record, ack func(error)) error {
+	return sink.Marked(d.txn.Send(ctx, *r, ack))
 }
 
 // End ends a PostgreSQL transaction: a Kafka transaction may commit there.
-func (d *ExactlyOnce) End(end capture.LSN) { d.txn.Boundary(end) }
+func (d *Delivery) End(end capture.LSN) { d.txn.Boundary(end) }
 
 // Record records nothing: each Kafka commit carries its position, so the
 // confirmed position (never ahead of it) is durable already.
-func (d *ExactlyOnce) Record(_ context.Context, _ capture.LSN, _ string, ack func(error)) error {
+func (d *Delivery) Record(_ context.Context, _ capture.LSN, _ string, ack func(error)) error {
 	ack(nil)
 	return nil
 }
 
 // Where names the offsets topic.
-func (d *ExactlyOnce) Where() string {
+func (d *Delivery) Where() string {
 	return "offsets topic " + d.txn.Offsets().Topic() + " (read_committed)"
 }
 
 // Forget says how to delete the recorded position.
-func (d *ExactlyOnce) Forget() string { return forget(d.txn.Offsets()) }
+func (d *Delivery) Forget() string { return d.txn.Offsets().Forget() }
 
 // Flush commits up to the last End.
-func (d *ExactlyOnce) Flush(ctx context.Context) error { return markCert(d.txn.Flush(ctx)) }
+func (d *Delivery) Flush(ctx context.Context) error { return sink.Marked(d.txn.Flush(ctx)) }
 
-// Err is the failure that ended the sink's transactions: ErrTxnAborted
-// (a new session resumes) or ErrTxnFenced and ErrTxnRejected (final).
-func (d *ExactlyOnce) Err() error { return markCert(d.txn.Err()) }
+// Err is the failure that ended the sink's transactions: ErrAborted
+// (a new session resumes) or ErrFenced and ErrRejected (final).
+func (d *Delivery) Err() error { return sink.Marked(d.txn.Err()) }
 
 // Close aborts an open Kafka transaction and stops the sink.
-func (d *ExactlyOnce) Close() error { return d.txn.Close() }
+func (d *Delivery) Close() error { return d.txn.Close() }
 
 // committedProgress is what the stream may confirm with Kafka
 // transactions: the checkpoint's position (every record written), held at
@@ -91,7 +92,7 @@ type committedProgress struct {
 	high capture.LSN // the most Confirmed returned: it never goes back
 }
 
-// committer is what committedProgress reads of a TxnSink (a fake in tests).
+// committer is what committedProgress reads of a Sink (a fake in tests).
 type committer interface {
 	Committed() (position capture.LSN, all bool)
 }

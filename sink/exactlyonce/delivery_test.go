@@ -1,20 +1,19 @@
-package sink
+package exactlyonce
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/outboxrelay/outboxrelay/capture"
-	"github.com/outboxrelay/outboxrelay/internal/certerr"
 	"github.com/outboxrelay/outboxrelay/internal/terminal"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/router"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
-// committedFake is a TxnSink's Committed in memory.
+// committedFake is a Sink's Committed in memory.
 type committedFake struct {
 	pos        capture.LSN
 	uncommited int
@@ -52,7 +51,7 @@ func TestCommittedProgress(t *testing.T) {
 	if got := p.Confirmed(); got != 120 {
 		t.Errorf("uncommitted records: confirmed %s; want the last commit's 0/78", got)
 	}
-	ts.err = ErrTxnAborted
+	ts.err = ErrAborted
 	if got := p.Confirmed(); got != 120 {
 		t.Errorf("aborted: confirmed %s; want the last commit's 0/78", got)
 	}
@@ -73,67 +72,27 @@ func TestCommittedProgress(t *testing.T) {
 // aborted ends the session, fenced and rejected end the relay, and so do
 // an unusable offsets topic and an unfinished Debezium snapshot.
 func TestTxnErrorsMarked(t *testing.T) {
-	aborted := fmt.Errorf("%w: %w", ErrTxnAborted, errors.New("OUT_OF_ORDER_SEQUENCE_NUMBER"))
+	aborted := fmt.Errorf("%w: %w", ErrAborted, errors.New("OUT_OF_ORDER_SEQUENCE_NUMBER"))
 	if !terminal.IsSession(aborted) || terminal.IsFinal(aborted) {
 		t.Error("an aborted transaction must end only the session")
 	}
-	for _, err := range []error{ErrTxnFenced, ErrTxnRejected, ErrOffsetsUnusable, ErrDebeziumSnapshot} {
+	for _, err := range []error{ErrFenced, ErrRejected, sink.ErrOffsetsUnusable, sink.ErrDebeziumSnapshot} {
 		if w := fmt.Errorf("exactly-once: %w: broker said no", err); !terminal.IsFinal(w) {
 			t.Errorf("%v: not final", err)
 		}
 	}
 }
 
-// TestDeliveryErrorsMarked: a record too large for Kafka is rejected as
-// poison (relay.ErrRecordRejected), and a certificate that does not verify
-// is final.
-func TestDeliveryErrorsMarked(t *testing.T) {
-	if err := rejectTooLarge(fmt.Errorf("sink: %w", ErrRecordTooLarge)); !errors.Is(err, relay.ErrRecordRejected) {
-		t.Errorf("too large: %v; want relay.ErrRecordRejected", err)
-	}
-	cert := fmt.Errorf("dial: %w", x509.UnknownAuthorityError{})
-	if !certerr.Failed(cert) || !terminal.IsFinal(markCert(cert)) {
-		t.Error("a certificate that does not verify must be final")
-	}
-	if other := errors.New("connection refused"); terminal.IsFinal(markCert(other)) || markCert(other) != other {
-		t.Error("markCert marked an error that is not a certificate's")
-	}
-	if markCert(nil) != nil {
-		t.Error("markCert(nil) is not nil")
-	}
-}
-
-// TestAtLeastOnceWithoutOffsets: with no offsets topic (poll mode) the
-// delivery records nowhere and finds nothing, as the relay without a
-// position store did.
-func TestAtLeastOnceWithoutOffsets(t *testing.T) {
-	d := NewAtLeastOnce(nil, nil)
-	if pos, found, err := d.Open(context.Background(), relay.Opening{}); found || err != nil || pos != (relay.Recorded{}) {
-		t.Errorf("Open = %+v, %v, %v; want nothing", pos, found, err)
-	}
-	acked := false
-	if err := d.Record(context.Background(), 0x500, "", func(err error) { acked = err == nil }); err != nil || !acked {
-		t.Errorf("Record: %v, acked %v; want an immediate ack", err, acked)
-	}
-	if d.Where() != "" || d.Forget() != "" {
-		t.Errorf("Where %q, Forget %q; want both empty (recorded nowhere)", d.Where(), d.Forget())
-	}
-	ck := relay.NewCheckpoint(0x100)
-	if d.Confirmable(ck, relay.Streaming{From: 0x100}) != capture.Progress(ck) {
-		t.Error("at least once, the checkpoint is what may be confirmed")
-	}
-}
-
 // TestExactlyOnceDelivery drives the exactly-once delivery as a relay
-// session does, on a TxnSink with a fake transactional producer: Open
+// session does, on a Sink with a fake transactional producer: Open
 // gives the sink the lock check and starts its session, Confirmable gives
 // it the stream's origin and holds the checkpoint at what Kafka
 // committed, End and Flush commit, and the position is then confirmed.
 func TestExactlyOnceDelivery(t *testing.T) {
 	ctx := context.Background()
 	f := &fakeTxn{}
-	s := newFakeTxnSink(t, f, TxnConfig{})
-	d := NewExactlyOnce(s)
+	s := newFakeTxnSink(t, f, Config{})
+	d := NewDelivery(s)
 	asked := false
 	if _, found, err := d.Open(ctx, relay.Opening{Holds: func(context.Context) (bool, error) { asked = true; return true, nil }}); found || err != nil {
 		t.Fatalf("Open: found %v, err %v; want nothing recorded, no error", found, err)
