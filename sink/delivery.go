@@ -119,9 +119,11 @@ func Marked(err error) error {
 }
 
 // markCert marks a certificate that does not verify as final: it will not
-// verify on the next session either.
+// verify on the next session either. An error marked already keeps its
+// mark: an aborted transaction (a session error) whose cause is a
+// certificate is retried, as internal/terminal says.
 func markCert(err error) error {
-	if err != nil && certerr.Failed(err) && !terminal.IsFinal(err) {
+	if err != nil && !terminal.IsFinal(err) && !terminal.IsSession(err) && certerr.Failed(err) {
 		return terminal.Final(err)
 	}
 	return err

@@ -30,6 +30,13 @@ func TestDeliveryErrorsMarked(t *testing.T) {
 	if markCert(nil) != nil {
 		t.Error("markCert(nil) is not nil")
 	}
+	// Regression (issue 26 review): markCert re-marked an aborted Kafka
+	// transaction whose cause is a certificate (a session error, retried)
+	// as final, so the relay stopped where the old retry rule resumed.
+	aborted := terminal.Session(fmt.Errorf("transaction aborted: %w", cert))
+	if got := Marked(aborted); !terminal.IsSession(got) || terminal.IsFinal(got) {
+		t.Errorf("an aborted transaction caused by a certificate: final %v, session %v; want it to stay a session error", terminal.IsFinal(got), terminal.IsSession(got))
+	}
 }
 
 // TestAtLeastOnceWithoutOffsets: with no offsets topic (poll mode) the
