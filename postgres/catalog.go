@@ -65,22 +65,6 @@ func QuoteTables(ts []string) []string {
 	return out
 }
 
-// QuoteIdent quotes an identifier only when PostgreSQL needs it, so the
-// statements in error messages read like what a person would type.
-func QuoteIdent(s string) string {
-	plain := s != ""
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || (i > 0 && r >= '0' && r <= '9')) {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return pgx.Identifier{s}.Sanitize()
-}
-
 // ConnectError wraps a failed connection (op: what was being opened) with
 // where it went and, for the failures a person must fix, which connector
 // key to look at.
