@@ -85,6 +85,9 @@ func (c *Config) ConnectError(op string, err error) error {
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
 		hint = "; check database.dbname"
 	}
+	if h, ok := c.authRefusal(err); ok {
+		return fmt.Errorf("%s to %s as %s: %w: %w%s", op, c.Where(), c.User, ErrAuthMethod, err, h)
+	}
 	return fmt.Errorf("%s to %s as %s: %w%s", op, c.Where(), c.User, err, hint)
 }
 
