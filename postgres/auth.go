@@ -79,9 +79,8 @@ func (c *Config) authRefusal(err error) (string, bool) {
 	if strings.Contains(msg, "server did not complete authentication") {
 		return fmt.Sprintf("; the server let %s in without authentication, which database.require_auth %q does not allow: add none to it, or set pg_hba.conf to scram-sha-256 for this role", c.User, c.RequireAuth), true
 	}
-	return fmt.Sprintf("; the server asked for %s authentication, and database.require_auth %q does not send the password that way: "+
-		"with the default (%s) the password goes out only through SCRAM-SHA-256, so that a server that is not the real one never receives it. "+
-		"Store the role's password as SCRAM (SET password_encryption = 'scram-sha-256'; then ALTER ROLE %s PASSWORD …) and set its pg_hba.conf line to scram-sha-256, "+
-		"or accept %s with \"database.require_auth\": %q (and database.sslmode=verify-full, so that only the real server can ask)",
-		method, c.RequireAuth, DefaultRequireAuth, QuoteIdent(c.User), method, DefaultRequireAuth+","+method), true
+	return fmt.Sprintf("; database.require_auth %q refused it, so that the password never reaches a server that is not the real one: "+
+		"store the role's password as SCRAM (SET password_encryption = 'scram-sha-256'; then ALTER ROLE %s PASSWORD …) and set its pg_hba.conf line to scram-sha-256, "+
+		"or accept %s authentication with \"database.require_auth\": %q (and database.sslmode=verify-full, so that only the real server can ask)",
+		c.RequireAuth, QuoteIdent(c.User), method, DefaultRequireAuth+","+method), true
 }
