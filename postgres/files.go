@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // maxPEMFile bounds a TLS file the connection reads (database.sslrootcert,
@@ -12,22 +13,50 @@ import (
 // certificates fits many times over.
 const maxPEMFile = 1 << 20
 
-// checkTLSFiles refuses, before pgx reads them, a TLS file that is not a
-// regular file or is larger than maxPEMFile. pgx reads these files with
-// os.ReadFile, which on /dev/zero runs the process out of memory and on a
-// FIFO blocks for ever; Stat answers for both without opening the file.
+// checkTLSFiles refuses, before pgx reads them, a file of the connection
+// that is not a regular file or is larger than maxPEMFile. pgx reads the
+// TLS files with os.ReadFile, which on /dev/zero runs the process out of
+// memory and on a FIFO blocks for ever; Stat answers for both without
+// opening the file. Where a key is blank, pgx (as libpq) falls back to an
+// environment variable, then to a file under the home directory when it
+// exists; those are checked too, named as what they stand for, and so is
+// the password file pgx reads when database.password is blank.
 // sslrootcert=system is libpq's name for the system's roots, no file.
 func (c *Config) checkTLSFiles() error {
+	home, _ := os.UserHomeDir()
 	var errs []error
-	for _, f := range []struct{ key, path string }{
-		{"database.sslrootcert", c.SSLRootCert},
-		{"database.sslcert", c.SSLCert},
-		{"database.sslkey", c.SSLKey},
+	for _, f := range []struct{ key, path, env, home string }{
+		{"database.sslrootcert", c.SSLRootCert, "PGSSLROOTCERT", ".postgresql/root.crt"},
+		{"database.sslcert", c.SSLCert, "PGSSLCERT", ".postgresql/postgresql.crt"},
+		{"database.sslkey", c.SSLKey, "PGSSLKEY", ".postgresql/postgresql.key"},
+		{"database.password", c.Password, "PGPASSFILE", ".pgpass"},
 	} {
-		if f.path == "" || f.key == "database.sslrootcert" && f.path == "system" {
+		key, path := f.key, f.path
+		if f.key == "database.password" {
+			if f.path != "" {
+				continue // the password itself, no file
+			}
+			path = ""
+		}
+		switch {
+		case path != "":
+		case os.Getenv(f.env) != "":
+			key, path = f.env+" (for "+f.key+", which is blank)", os.Getenv(f.env)
+		case home != "":
+			key, path = "~/"+f.home+" (read for "+f.key+", which is blank)", filepath.Join(home, f.home)
+			if _, err := os.Stat(path); err != nil {
+				continue // pgx uses it only when it exists
+			}
+		default:
 			continue
 		}
-		if err := checkFile(f.key, f.path, maxPEMFile); err != nil {
+		if f.key == "database.sslrootcert" && path == "system" {
+			continue
+		}
+		if _, err := os.Stat(path); f.key == "database.password" && errors.Is(err, fs.ErrNotExist) {
+			continue // pgx skips a password file that is not there
+		}
+		if err := checkFile(key, path, maxPEMFile); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -79,3 +79,52 @@ func TestTLSFileSystemRoots(t *testing.T) {
 		t.Errorf("system: %v", err)
 	}
 }
+
+// Regression (issue 27, item 5): where database.sslrootcert,
+// database.sslcert, database.sslkey or database.password is blank, pgx
+// reads PGSSLROOTCERT, PGSSLCERT, PGSSLKEY or PGPASSFILE, else the file
+// under the home directory; those are bounded too, named as what they
+// stand for. A password file that is not there is skipped, as pgx does.
+func TestFallbackFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", dir)
+	t.Setenv("PGPASSFILE", "")
+	for _, tc := range []struct{ env, path, want string }{
+		{"PGSSLROOTCERT", "/dev/zero", `PGSSLROOTCERT (for database.sslrootcert, which is blank) "/dev/zero" is a character device`},
+		{"PGSSLKEY", fifo, `PGSSLKEY (for database.sslkey, which is blank) "` + fifo + `" is a FIFO`},
+		{"PGPASSFILE", fifo, `PGPASSFILE (for database.password, which is blank) "` + fifo + `" is a FIFO`},
+		{"PGPASSFILE", filepath.Join(dir, "missing"), ""},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(tc.env, tc.path)
+			cfg, err := ParseConfig(baseConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.checkTLSFiles()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("%s=%s: %v, want %q", tc.env, tc.path, err, tc.want)
+			}
+		})
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".postgresql"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".postgresql", "root.crt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig(baseConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.checkTLSFiles(); err == nil || !strings.Contains(err.Error(), "~/.postgresql/root.crt (read for database.sslrootcert, which is blank)") || !strings.Contains(err.Error(), "a FIFO") {
+		t.Errorf("~/.postgresql/root.crt a FIFO: %v", err)
+	}
+	if _, err := cfg.ConnConfig(); !errors.Is(err, ErrConnSettings) {
+		t.Errorf("ConnConfig: %v, want the settings error", err)
+	}
+}
