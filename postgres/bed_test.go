@@ -75,3 +75,30 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestQuoteIdentAgreesWithServer (issue 27, item 8): for every keyword of
+// the bed's server, and a few names that are not, QuoteIdent writes what
+// the server's quote_ident writes.
+func TestQuoteIdentAgreesWithServer(t *testing.T) {
+	admin := testbed.Admin(t)
+	rows, err := admin.Query(context.Background(),
+		`SELECT w, quote_ident(w) FROM (SELECT word FROM pg_get_keywords() UNION ALL VALUES ('outbox'), ('Outbox'), ('1st'), ('we"ird')) k(w)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var word, want string
+		if err := rows.Scan(&word, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := postgres.QuoteIdent(word); got != want {
+			t.Errorf("QuoteIdent(%q) = %s, the server's quote_ident %s", word, got, want)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil || n < 400 {
+		t.Fatalf("%d keywords read, err %v", n, err)
+	}
+}

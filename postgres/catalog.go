@@ -65,22 +65,6 @@ func QuoteTables(ts []string) []string {
 	return out
 }
 
-// QuoteIdent quotes an identifier only when PostgreSQL needs it, so the
-// statements in error messages read like what a person would type.
-func QuoteIdent(s string) string {
-	plain := s != ""
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || (i > 0 && r >= '0' && r <= '9')) {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return pgx.Identifier{s}.Sanitize()
-}
-
 // ConnectError wraps a failed connection (op: what was being opened) with
 // where it went and, for the failures a person must fix, which connector
 // key to look at.
@@ -100,6 +84,9 @@ func (c *Config) ConnectError(op string, err error) error {
 		hint = "; add a pg_hba.conf line for this user, database and address (replication connections need one for the database too)"
 	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
 		hint = "; check database.dbname"
+	}
+	if h, ok := c.authRefusal(err); ok {
+		return fmt.Errorf("%s to %s as %s: %w: %w%s", op, c.Where(), c.User, ErrAuthMethod, err, h)
 	}
 	return fmt.Errorf("%s to %s as %s: %w%s", op, c.Where(), c.User, err, hint)
 }

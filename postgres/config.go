@@ -39,6 +39,15 @@ type Config struct {
 	SSLKey      string // database.sslkey
 	SSLPassword string // database.sslpassword: of an encrypted database.sslkey
 
+	// RequireAuth is database.require_auth, libpq's require_auth: the
+	// authentication methods the server may ask for, default
+	// DefaultRequireAuth (the password only through SCRAM-SHA-256).
+	RequireAuth string
+	// ChannelBinding is database.channel_binding, libpq's
+	// channel_binding: disable, prefer (default) or require (SCRAM bound to
+	// the TLS connection, which a man in the middle cannot relay).
+	ChannelBinding string
+
 	// Tables is table.include.list: regexes matched against the whole
 	// "schema.table" name, as Debezium does.
 	Tables     []*regexp.Regexp
@@ -62,6 +71,9 @@ func ParseConfig(m map[string]string) (Config, error) {
 		SSLKey:      r.Text("database.sslkey"),
 		SSLPassword: m["database.sslpassword"],
 		TablesText:  m["table.include.list"],
+
+		RequireAuth:    strings.ToLower(r.Text("database.require_auth")),
+		ChannelBinding: strings.ToLower(r.Text("database.channel_binding")),
 	}
 	port := r.Text("database.port")
 	var errs []error
@@ -124,6 +136,14 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("database.sslmode %q is not a libpq mode; use disable, allow, prefer, require, verify-ca or verify-full", c.SSLMode))
 	}
+	if err := validateRequireAuth(c.RequireAuth); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.ChannelBinding {
+	case "disable", "prefer", "require":
+	default:
+		errs = append(errs, fmt.Errorf("database.channel_binding %q is not a libpq value; use disable, prefer or require", c.ChannelBinding))
+	}
 	return errors.Join(errs...)
 }
 
@@ -174,6 +194,8 @@ func (c *Config) dsn(replication bool) string {
 	kv("sslrootcert", c.SSLRootCert)
 	kv("sslcert", c.SSLCert)
 	kv("sslkey", c.SSLKey)
+	kv("require_auth", c.RequireAuth)
+	kv("channel_binding", c.ChannelBinding)
 	kv("application_name", "outboxrelay")
 	if replication {
 		kv("replication", "database")
@@ -188,6 +210,9 @@ var ErrConnSettings = errors.New("connection settings")
 // ConnConfig is the ordinary connection's configuration, the password set
 // as a field rather than written into a string.
 func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
+	if err := c.checkTLSFiles(); err != nil {
+		return nil, c.settingsError(err)
+	}
 	cc, err := pgx.ParseConfigWithOptions(c.dsn(false), pgx.ParseConfigOptions{ParseConfigOptions: c.parseOptions()})
 	if err != nil {
 		return nil, c.settingsError(err)
@@ -202,6 +227,9 @@ func (c *Config) ConnConfig() (*pgx.ConnConfig, error) {
 // ReplicationConfig is the configuration of a replication connection
 // (replication=database), for the logical replication stream.
 func (c *Config) ReplicationConfig() (*pgconn.Config, error) {
+	if err := c.checkTLSFiles(); err != nil {
+		return nil, c.settingsError(err)
+	}
 	cc, err := pgconn.ParseConfigWithOptions(c.dsn(true), c.parseOptions())
 	if err != nil {
 		return nil, c.settingsError(err)

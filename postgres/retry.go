@@ -20,7 +20,7 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrConnSettings) {
+	if errors.Is(err, ErrConnSettings) || errors.Is(err, ErrAuthMethod) {
 		return false
 	}
 	// A certificate that does not verify will not verify on the next try.

@@ -104,7 +104,7 @@ func TestCheckIncluded(t *testing.T) {
 func TestPluginArgs(t *testing.T) {
 	cfg := &Config{Publication: "pub'1", Slot: "s"}
 	args, err := pluginArgs(cfg, 130018)
-	if err != nil || strings.Join(args, ", ") != `proto_version '1', publication_names 'pub''1'` {
+	if err != nil || strings.Join(args, ", ") != `proto_version '1', publication_names '"pub''1"'` {
 		t.Errorf("no messages: %q, %v", args, err)
 	}
 	cfg.Messages = true
@@ -113,5 +113,23 @@ func TestPluginArgs(t *testing.T) {
 	}
 	if _, err = pluginArgs(cfg, 130018); !errors.Is(err, ErrServerVersion) || !strings.Contains(err.Error(), "130018") {
 		t.Errorf("messages on 13: err %v, want ErrServerVersion naming the version", err)
+	}
+}
+
+// Regression (issue 27, item 8): publication_names went bare while CREATE
+// PUBLICATION quoted the name; pgoutput folds a bare name to lower case, so
+// a mixed-case publication did not match the one created.
+func TestPluginArgsQuotesPublication(t *testing.T) {
+	for _, tc := range []struct{ pub, want string }{
+		{"dbz_publication", `publication_names 'dbz_publication'`},
+		{"OrdersPub", `publication_names '"OrdersPub"'`},
+		{"order", `publication_names '"order"'`},
+		{"a,b", `publication_names '"a,b"'`},
+		{`we"ird`, `publication_names '"we""ird"'`},
+	} {
+		args, err := pluginArgs(&Config{Publication: tc.pub, Slot: "s"}, 160000)
+		if err != nil || args[1] != tc.want {
+			t.Errorf("publication %q: %q, %v; want %s", tc.pub, args, err, tc.want)
+		}
 	}
 }

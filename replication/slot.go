@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 // createdSlot is what CREATE_REPLICATION_SLOT returned.
@@ -81,11 +82,15 @@ func startReplication(ctx context.Context, conn *pgconn.PgConn, cfg *Config, ser
 	return nil
 }
 
-// pluginArgs are pgoutput's START_REPLICATION options. Messages on a
+// pluginArgs are pgoutput's START_REPLICATION options. pgoutput splits
+// publication_names as an identifier list (SplitIdentifierString): a bare
+// name is folded to lower case, so the name goes quoted as CREATE
+// PUBLICATION wrote it (postgres.QuoteIdent), and a mixed-case publication
+// is the one created. Messages on a
 // server before 14 are an error, never a silent omission: preflight stops
 // that first, but no path may lose the events quietly.
 func pluginArgs(cfg *Config, serverVersion int) ([]string, error) {
-	args := []string{"proto_version '1'", "publication_names '" + escapeLiteral(cfg.Publication) + "'"}
+	args := []string{"proto_version '1'", "publication_names '" + escapeLiteral(postgres.QuoteIdent(cfg.Publication)) + "'"}
 	if !cfg.Messages {
 		return args, nil
 	}

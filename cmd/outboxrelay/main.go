@@ -135,6 +135,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		return usageError{scrub(err)}
 	}
 	defer producer.Close()
+	postgres.WarnWeaknesses(log, &set.Postgres.Config)
 	st := newStatus()
 	m := newMetrics(st, producer.InFlight)
 	producer.SetObserver(m)

@@ -1,8 +1,8 @@
 // Package check is outboxrelay check: every precondition of run, checked
 // with run's own parsed configuration and, where run has a check of its
 // own (server version, wal_level, the role), run's own code, so that the
-// two cannot disagree. Each result is a line ✓ or ✗, with the fix under
-// each ✗.
+// two cannot disagree. Each result is a line ✓, ⚠ (it works, but a
+// verification is weakened) or ✗, with the fix under each ⚠ and ✗.
 package check
 
 import (
@@ -31,26 +31,30 @@ import (
 type Result struct {
 	Name   string // what was checked, e.g. "wal_level"
 	OK     bool
+	Warn   bool   // OK, but a verification is weakened: ⚠, with the fix
 	Detail string // what was found
-	Fix    string // for a failed check: the SQL to run or the key to set
+	Fix    string // for a failed or weakened check: the SQL to run or the key to set
 }
 
-// Format writes one line per check, ✓ or ✗, and under each ✗ the
-// fix; it returns how many failed.
+// Format writes one line per check, ✓, ⚠ or ✗, and under each ⚠ and ✗
+// the fix; it returns how many failed (a ⚠ is not a failure).
 func Format(w io.Writer, results []Result) int {
 	failed := 0
 	for _, r := range results {
 		mark := "✓"
-		if !r.OK {
+		switch {
+		case !r.OK:
 			mark = "✗"
 			failed++
+		case r.Warn:
+			mark = "⚠"
 		}
 		line := mark + " " + r.Name
 		if r.Detail != "" {
 			line += ": " + r.Detail
 		}
 		fmt.Fprintln(w, line)
-		if !r.OK && r.Fix != "" {
+		if (!r.OK || r.Warn) && r.Fix != "" {
 			for _, l := range strings.Split(r.Fix, "\n") {
 				fmt.Fprintln(w, "    fix: "+l)
 			}
@@ -99,6 +103,31 @@ func (c *checker) fail(name, detail, fix string) {
 	c.results = append(c.results, Result{Name: name, Detail: detail, Fix: fix})
 }
 
+func (c *checker) warn(name, detail, fix string) {
+	c.results = append(c.results, Result{Name: name, OK: true, Warn: true, Detail: detail, Fix: fix})
+}
+
+// verification is a ⚠ line for each PostgreSQL verification the settings
+// weaken (postgres.Config.Weaknesses, the same the relay WARNs at
+// start-up), or one ✓ when there is none.
+func (c *checker) verification(pg *postgres.Config) {
+	ws := pg.Weaknesses()
+	for _, w := range ws {
+		c.warn("PostgreSQL verification ("+w.Key+")", w.Detail, w.Fix)
+	}
+	if len(ws) == 0 {
+		c.pass("PostgreSQL verification", "database.sslmode="+pg.SSLMode+": the server's certificate and host name are verified")
+	}
+}
+
+// connFix is the fix under a failed PostgreSQL connection.
+func connFix(err error) string {
+	if errors.Is(err, postgres.ErrAuthMethod) {
+		return "store the role's password as SCRAM-SHA-256 (and pg_hba.conf at scram-sha-256), or allow the method with database.require_auth, as the error says"
+	}
+	return "check database.hostname, database.port, database.dbname, database.user and database.password (and pg_hba.conf for this client)"
+}
+
 // Run runs every check against PostgreSQL and Kafka with set's
 // configuration and writes the results to w, secrets scrubbed. It returns
 // an error when any check failed.
@@ -107,6 +136,7 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
 	c.tolerateAll, _ = relay.ParseTolerance(set.Tolerance) // setup checked it
 	c.eos = set.ExactlyOnceRequired
+	c.verification(&set.Postgres.Config)
 	if set.Poll.Poll() {
 		c.pollPostgres(ctx, set.Poll)
 	} else {
@@ -139,8 +169,7 @@ func (c *checker) postgres(ctx context.Context) {
 	who := cfg.User + "@" + cfg.Where()
 	conn, err := cfg.Connect(ctx)
 	if err != nil {
-		c.fail("PostgreSQL connection", err.Error(),
-			"check database.hostname, database.port, database.dbname, database.user and database.password (and pg_hba.conf for this client)")
+		c.fail("PostgreSQL connection", err.Error(), connFix(err))
 		return
 	}
 	c.conn = conn

@@ -2,17 +2,23 @@ package check
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"github.com/outboxrelay/outboxrelay/postgres"
 )
 
 func TestFormatChecks(t *testing.T) {
 	var b bytes.Buffer
 	failed := Format(&b, []Result{
 		{Name: "wal_level", OK: true, Detail: "logical"},
+		{Name: "PostgreSQL verification (database.sslmode)", OK: true, Warn: true, Detail: "database.sslmode=prefer: no certificate is verified", Fix: "set verify-full"},
 		{Name: "publication p", Detail: "does not exist", Fix: "CREATE PUBLICATION p FOR TABLE public.outbox;"},
 		{Name: "columns of public.outbox", Detail: "a missing; b missing", Fix: "ALTER TABLE x ADD COLUMN a text;\nALTER TABLE x ADD COLUMN b text;"},
 	})
 	want := `✓ wal_level: logical
+⚠ PostgreSQL verification (database.sslmode): database.sslmode=prefer: no certificate is verified
+    fix: set verify-full
 ✗ publication p: does not exist
     fix: CREATE PUBLICATION p FOR TABLE public.outbox;
 ✗ columns of public.outbox: a missing; b missing
@@ -21,5 +27,35 @@ func TestFormatChecks(t *testing.T) {
 `
 	if failed != 2 || b.String() != want {
 		t.Errorf("Format = %d,\n%s\nwant 2,\n%s", failed, b.String(), want)
+	}
+}
+
+// Regression (issue 27, item 7): check showed nothing for a weakened
+// PostgreSQL verification. Each weakness of the settings is a ⚠ line (not
+// a failure) with the key and the fix; verify-full is one ✓.
+func TestVerificationLines(t *testing.T) {
+	for _, tc := range []struct {
+		mode, rootCert string
+		want           string
+	}{
+		{"prefer", "", "⚠ PostgreSQL verification (database.sslmode): database.sslmode=prefer: TLS only if the server offers it"},
+		{"require", "", "⚠ PostgreSQL verification (database.sslmode): database.sslmode=require: TLS, but the server's certificate is not verified"},
+		{"prefer", "/ca.crt", "⚠ PostgreSQL verification (database.sslrootcert): database.sslrootcert is set, but database.sslmode=prefer does not verify"},
+		{"verify-full", "/ca.crt", "✓ PostgreSQL verification: database.sslmode=verify-full"},
+	} {
+		cfg, err := postgres.ParseConfig(map[string]string{"database.hostname": "h", "database.user": "u", "database.dbname": "d",
+			"table.include.list": "public.outbox", "database.sslmode": tc.mode, "database.sslrootcert": tc.rootCert})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &checker{}
+		c.verification(&cfg)
+		var b bytes.Buffer
+		if failed := Format(&b, c.results); failed != 0 || !strings.Contains(b.String(), tc.want) {
+			t.Errorf("sslmode %s, sslrootcert %q: %d failed,\n%s\nwant a line starting %q", tc.mode, tc.rootCert, failed, b.String(), tc.want)
+		}
+		if tc.mode != "verify-full" && !strings.Contains(b.String(), "fix: set \"database.sslmode\": \"verify-full\"") {
+			t.Errorf("sslmode %s: no fix naming verify-full:\n%s", tc.mode, b.String())
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
 
@@ -46,7 +47,7 @@ func (c *checker) messages(ctx context.Context, slot replication.Slot) {
 // slot and routes the messages among them.
 func (c *checker) peekMessages(ctx context.Context) {
 	rows, err := c.conn.Query(ctx, `SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes($1, NULL, $2,
-		'proto_version', '1', 'publication_names', $3, 'messages', 'true')`, c.pg.Slot, maxPeekedChanges, c.pg.Publication)
+		'proto_version', '1', 'publication_names', $3, 'messages', 'true')`, c.pg.Slot, maxPeekedChanges, postgres.QuoteIdent(c.pg.Publication))
 	if err != nil {
 		c.fail("pending messages", "peeking slot "+c.pg.Slot+": "+err.Error(), "")
 		return

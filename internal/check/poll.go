@@ -16,8 +16,7 @@ func (c *checker) pollPostgres(ctx context.Context, cfg poll.Config) {
 	pg := c.pg
 	conn, err := pg.Connect(ctx)
 	if err != nil {
-		c.fail("PostgreSQL connection", err.Error(),
-			"check database.hostname, database.port, database.dbname, database.user and database.password (and pg_hba.conf for this client)")
+		c.fail("PostgreSQL connection", err.Error(), connFix(err))
 		return
 	}
 	c.conn = conn

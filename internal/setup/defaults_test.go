@@ -109,6 +109,8 @@ func effectiveValues(s *Setup) map[string]string {
 		"offsets.storage.replication.factor":            strconv.Itoa(s.Offsets.Replication),
 		"database.port":                                 strconv.Itoa(pg.Port),
 		"database.sslmode":                              pg.SSLMode,
+		"database.require_auth":                         pg.RequireAuth,
+		"database.channel_binding":                      pg.ChannelBinding,
 		"slot.name":                                     pg.Slot,
 		"slot.drop.on.stop":                             b(pg.DropSlotOnStop),
 		"slot.max.retries":                              strconv.Itoa(pg.SlotMaxRetries),
