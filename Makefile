@@ -2,7 +2,7 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test lint unit build bench bench-relay soak soak-messages soak-eos bench-eos cutover shadow down image-test alerts-test
+.PHONY: demo test lint unit fuzz vulncheck build bench bench-relay soak soak-messages soak-eos bench-eos cutover shadow down image-test alerts-test
 demo:
 	scripts/demo
 
@@ -17,6 +17,17 @@ lint:
 # Unit tests only: service tests skip with a line saying how to run them.
 unit:
 	$(GO) test ./...
+
+# Every fuzz target of the module, one after the other, FUZZTIME each
+# (default 60s; about 8 minutes in all on 2 cores), stopping at the first
+# failure and naming it (scripts/fuzz).
+fuzz:
+	scripts/fuzz
+
+# govulncheck ./... against a vulnerability database built from a
+# golang/vulndb checkout (scripts/govulncheck).
+vulncheck:
+	scripts/govulncheck
 
 # The image users build from ./Dockerfile, built and run against the bed
 # (scripts/image-test; make test runs it when a Docker engine can be started).

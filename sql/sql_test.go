@@ -2,9 +2,11 @@ package sql
 
 import (
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +47,33 @@ func TestOutboxGolden(t *testing.T) {
 func TestOutboxTooOld(t *testing.T) {
 	if _, err := Outbox(12); err == nil {
 		t.Error("Outbox(12): no error, want one (PostgreSQL 13 or newer)")
+	}
+}
+
+// Regression (issue 27, item 9): role.sql and role_poll.sql created the
+// relay's role with the password 'debezium@123', which whoever pasted the
+// DDL then had, as did everyone who read this repository. The roles are
+// created without a password, and the files say how to set one without it
+// passing through the server's log: psql's \password.
+func TestRoleHasNoPassword(t *testing.T) {
+	for _, name := range []string{"role.sql", "role_poll.sql"} {
+		b, err := fs.ReadFile(Files, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var comments, statements []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") {
+				comments = append(comments, line)
+			} else {
+				statements = append(statements, line)
+			}
+		}
+		if sql := strings.ToUpper(strings.Join(statements, "\n")); strings.Contains(sql, "PASSWORD") || strings.Contains(sql, "'DEBEZIUM@123'") {
+			t.Errorf("%s sets a password:\n%s", name, b)
+		}
+		if !strings.Contains(strings.Join(comments, "\n"), `\password debezium`) {
+			t.Errorf("%s does not say how to set the role's password (psql's \\password debezium):\n%s", name, b)
+		}
 	}
 }

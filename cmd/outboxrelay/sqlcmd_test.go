@@ -35,3 +35,23 @@ func TestPrintSQLOutboxByVersion(t *testing.T) {
 		t.Error("sql --pg-version 12: no error, want one")
 	}
 }
+
+// Regression (issue 27, item 9): `outboxrelay sql` printed CREATE ROLE …
+// PASSWORD 'debezium@123', a password every reader of the repository
+// knows, ready to paste. In both modes it prints the role without a
+// password, and how to set one with psql's \password.
+func TestPrintSQLRoleWithoutPassword(t *testing.T) {
+	for _, mode := range []string{"logical", "poll"} {
+		var out bytes.Buffer
+		if err := printSQL([]string{"--mode", mode}, &out, io.Discard); err != nil {
+			t.Fatalf("sql --mode %s: %v", mode, err)
+		}
+		s := out.String()
+		if strings.Contains(s, "PASSWORD '") || strings.Contains(s, "debezium@123") {
+			t.Errorf("sql --mode %s prints a password:\n%s", mode, s)
+		}
+		if !strings.Contains(s, "CREATE ROLE debezium LOGIN") || !strings.Contains(s, `\password debezium`) {
+			t.Errorf("sql --mode %s: want the role and how to set its password (\\password debezium):\n%s", mode, s)
+		}
+	}
+}

@@ -64,7 +64,10 @@ func Decode(b []byte) (Batch, int, error) {
 		return Batch{}, 0, fmt.Errorf("kafkabatch: decoding a batch: record count %d", count)
 	}
 	body := raw[headerSize:]
-	if c := bt.Compression(); c != 0 {
+	// A batch of no records with no body is empty with any codec: Kafka
+	// writes an empty batch as its header alone (Encode too) and
+	// decompresses nothing for it (issue 27, item 11).
+	if c := bt.Compression(); c != 0 && (count > 0 || len(body) > 0) {
 		var err error
 		if body, err = decompress(c, body); err != nil {
 			return Batch{}, 0, err

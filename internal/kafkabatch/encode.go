@@ -84,9 +84,12 @@ func appendHeader(dst []byte, b *Batch, n int) []byte {
 
 // finish completes the batch that starts at dst[start:], its records
 // written uncompressed after the header: it compresses them with codec c,
-// then writes the batch length and the CRC-32C.
+// then writes the batch length and the CRC-32C. A batch of no records is
+// its header alone whatever its codec, as Kafka writes one (log compaction's
+// empty batches): kafka-go's snappy writer makes no bytes of no records,
+// which are no snappy block (issue 27, item 11).
 func finish(dst []byte, start int, c Compression) ([]byte, error) {
-	if c != 0 {
+	if c != 0 && len(dst) > start+headerSize {
 		records := start + headerSize
 		compressed, err := appendCompressed(nil, c, dst[records:])
 		if err != nil {

@@ -2,7 +2,11 @@
 // group and without committing anything: outboxrelay verify, the
 // conformance runner, the benchmark and the tests use it. A read covers a
 // partition from an offset up to the partition's end offset as of the call;
-// callers that wait for records call it again.
+// callers that wait for records call it again. kafka-go decodes a broker's
+// answers in the goroutine that reads, here and through FetchTransport (the
+// read_committed fetches of verify), so that a panic of its decoder on a
+// malformed answer (segmentio/kafka-go#1438) is an error, ErrDecoderPanic,
+// rather than the end of the process.
 package kafkaread
 
 import (
@@ -229,27 +233,59 @@ func readRange(conn *kafka.Conn, topic string, partition int, from int64) ([]kaf
 	}
 	var out []kafka.Message
 	for off := max(from, first); off < last; {
-		if _, err := conn.Seek(off, kafka.SeekAbsolute); err != nil {
-			return nil, fmt.Errorf("seeking %s/%d to %d: %w", topic, partition, off, err)
+		msgs, err := readBatch(leaderConn{conn}, topic, partition, off, last)
+		if err != nil {
+			return nil, err
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(readTimeout))
-		batch := conn.ReadBatch(1, maxBatchBytes)
-		n := 0
-		for off < last {
-			m, err := batch.ReadMessage()
-			if err != nil {
-				break
-			}
-			out = append(out, m)
-			off = m.Offset + 1
-			n++
+		out = append(out, msgs...)
+		off = msgs[len(msgs)-1].Offset + 1
+	}
+	return out, nil
+}
+
+// batchConn is what readBatch uses of a connection to a partition's
+// leader: leaderConn, a *kafka.Conn.
+type batchConn interface {
+	Seek(offset int64, whence int) (int64, error)
+	SetReadDeadline(t time.Time) error
+	ReadBatch(minBytes, maxBytes int) messageBatch
+}
+
+// messageBatch is a *kafka.Batch: the records of one fetch.
+type messageBatch interface {
+	ReadMessage() (kafka.Message, error)
+	Close() error
+}
+
+type leaderConn struct{ *kafka.Conn }
+
+func (c leaderConn) ReadBatch(minBytes, maxBytes int) messageBatch {
+	return c.Conn.ReadBatch(minBytes, maxBytes)
+}
+
+// readBatch fetches once from off and returns the records before last,
+// at least one. kafka-go decodes the fetch answer here, in the calling
+// goroutine: a panic of its decoder (ErrDecoderPanic) becomes an error.
+func readBatch(conn batchConn, topic string, partition int, off, last int64) (out []kafka.Message, err error) {
+	defer recoverDecoder(&err, topic, partition, off)
+	if _, err := conn.Seek(off, kafka.SeekAbsolute); err != nil {
+		return nil, fmt.Errorf("seeking %s/%d to %d: %w", topic, partition, off, err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(readTimeout))
+	batch := conn.ReadBatch(1, maxBatchBytes)
+	for next := off; next < last; {
+		m, err := batch.ReadMessage()
+		if err != nil {
+			break
 		}
-		if err := batch.Close(); err != nil && n == 0 {
-			return nil, fmt.Errorf("reading %s/%d at offset %d of %d: %w", topic, partition, off, last, err)
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("reading %s/%d: no progress at offset %d of %d", topic, partition, off, last)
-		}
+		out = append(out, m)
+		next = m.Offset + 1
+	}
+	if err := batch.Close(); err != nil && len(out) == 0 {
+		return nil, fmt.Errorf("reading %s/%d at offset %d of %d: %w", topic, partition, off, last, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("reading %s/%d: no progress at offset %d of %d", topic, partition, off, last)
 	}
 	return out, nil
 }

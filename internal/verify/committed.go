@@ -15,12 +15,13 @@ import (
 // (exactly.once.support=required): records of aborted Kafka transactions
 // are left out, and each partition is read to its high watermark, waiting
 // (until ctx ends) while an open transaction holds the last stable offset
-// below it.
+// below it. The fetches go through kafkaread.FetchTransport, which decodes
+// in this goroutine: a broker's answer that panics kafka-go's decoder
+// (segmentio/kafka-go#1438) is an error, where kafka.Transport's goroutines
+// would end the process.
 func TopicsCommitted(ctx context.Context, dialer *kafka.Dialer, brokers string, topics []string, idHeader string) ([]Delivery, error) {
 	r := kafkaread.Reader{Broker: brokers, Dialer: dialer}
-	tr := &kafka.Transport{TLS: dialer.TLS, SASL: dialer.SASLMechanism}
-	defer tr.CloseIdleConnections()
-	c := &kafka.Client{Addr: kafka.TCP(brokers), Transport: tr, Timeout: 30 * time.Second}
+	c := &kafka.Client{Addr: kafka.TCP(brokers), Transport: &kafkaread.FetchTransport{Broker: brokers, Dialer: dialer}, Timeout: 30 * time.Second}
 	var out []Delivery
 	for _, topic := range topics {
 		ends, err := r.EndOffsets(ctx, topic)
