@@ -67,19 +67,24 @@ func main() {
 	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return // -h: the command's usage is printed
+	if code := exitCode(err, os.Stderr); code != 0 {
+		os.Exit(code)
 	}
-	if err != nil {
-		// The error may quote a server's text: printable, so that it
-		// cannot drive the terminal.
-		fmt.Fprintln(os.Stderr, "outboxrelay:", printable(err.Error()))
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(exitConfig)
-		}
-		os.Exit(exitError)
+}
+
+// exitCode is the exit code of the command's err, which it prints to
+// stderr on its final line. The error may quote a server's text: it is
+// printable, so that it cannot drive the terminal.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the usage is printed
+		return 0
 	}
+	fmt.Fprintln(stderr, "outboxrelay:", printable(err.Error()))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitConfig
+	}
+	return exitError
 }
 
 const usage = `usage: outboxrelay <command> [flags]
