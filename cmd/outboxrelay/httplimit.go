@@ -78,13 +78,6 @@ func (l *connLimiter) remove(c *limitedConn) {
 	}
 }
 
-// open is how many connections the limiter holds.
-func (l *connLimiter) open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
-}
-
 type limitedConn struct {
 	net.Conn
 	l    *connLimiter
