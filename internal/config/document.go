@@ -12,7 +12,7 @@ import (
 
 // utf8BOM is the byte-order mark some editors write at the start of a
 // UTF-8 file. Kafka Connect's Jackson skips it; so does Parse.
-var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+const utf8BOM = "\xef\xbb\xbf"
 
 // emptyFile is the error of a file that holds no JSON at all.
 const emptyFile = `file is empty: write the connector JSON, {"name": "…", "config": {…}} as registered with Kafka Connect, or the bare config map`
@@ -21,7 +21,7 @@ const emptyFile = `file is empty: write the connector JSON, {"name": "…", "con
 // byte-order mark, refused when it is empty or not valid UTF-8 (which
 // encoding/json would silently replace with U+FFFD).
 func prepare(data []byte) ([]byte, error) {
-	data = bytes.TrimPrefix(data, utf8BOM)
+	data = bytes.TrimPrefix(data, []byte(utf8BOM))
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New(emptyFile)
 	}
