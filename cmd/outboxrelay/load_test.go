@@ -115,3 +115,36 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// Regression (issue 27, item 10): database.sslmode=VERIFY-FULL was
+// accepted by one layer and refused by the next (at ecf463c; main already
+// lower-cases it in postgres.ParseConfig, this pins it). Debezium accepts
+// any case; every layer, to the connection's configuration, reads it as
+// verify-full.
+func TestSSLModeAnyCase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	doc := `{"topic.prefix": "p", "database.hostname": "127.0.0.1", "database.user": "u", "database.dbname": "d",
+		"plugin.name": "pgoutput", "table.include.list": "public.outbox", "database.sslmode": "VERIFY-FULL",
+		"transforms": "outbox", "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter"}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	flags := newCommandFlags("check", &stderr)
+	log := flags.warnLog(&stderr)
+	cfg, err := loadConfig(context.Background(), path, "127.0.0.1:1", log, flags.red)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, producer, err := build(cfg, "", log)
+	if err != nil {
+		t.Fatalf("VERIFY-FULL: %v", err)
+	}
+	defer producer.Close()
+	if set.Postgres.SSLMode != "verify-full" {
+		t.Errorf("sslmode %q, want verify-full", set.Postgres.SSLMode)
+	}
+	if _, err := set.Postgres.ConnConfig(); err != nil {
+		t.Errorf("the connection's configuration refuses VERIFY-FULL: %v", err)
+	}
+}
