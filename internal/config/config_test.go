@@ -532,7 +532,15 @@ func TestJAASOption(t *testing.T) {
 		{`x.PlainLoginModule required password=bare;`, "bare"},
 		{`x required user_password="no" password = "yes";`, "yes"},
 		{`x required username="u";`, ""},
-		{`password="unterminated`, "unterminated"},
+		// Regression (issue 27, item 6): an escaped quote ended the value
+		// here while sink's parser, which authenticates, reads on, so the
+		// real password was not on the scrub list.
+		{`x required username="u" password="pa\"ss\\word";`, `pa"ss\word`},
+		{`x required password="first" password="second";`, "second"},
+		{`x required username="password=\"no\"" password="yes";`, "yes"},
+		// Unterminated: sink refuses it (no password), and the whole
+		// value of the secret key is on the scrub list.
+		{`password="unterminated`, ""},
 	}
 	for _, tt := range tests {
 		if got := jaasOption(tt.in, "password"); got != tt.want {

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,36 +84,25 @@ func (c *Config) inPlainSight(secret string) bool {
 }
 
 // jaasOption returns the value of option name in a JAAS config line such as
-// `...ScramLoginModule required username="u" password="p";`, or "".
+// `...ScramLoginModule required username="u" password="p";`, or "". It
+// reads the line as sink's parseJAAS does, which is what authenticates:
+// options are word=value pairs, a quoted value may hold \" and \\ escapes
+// (a quote and a backslash), and the last of an option given twice wins;
+// so the password on the scrub list is the one sent to the broker. A bare
+// (unquoted) value, which sink refuses, is read up to a space or ;.
 func jaasOption(jaas, name string) string {
-	rest := jaas
-	for {
-		i := strings.Index(rest, name)
-		if i < 0 {
-			return ""
-		}
-		before := rest[:i]
-		rest = strings.TrimLeft(rest[i+len(name):], " \t")
-		if before != "" && !strings.ContainsAny(before[len(before)-1:], " \t\n") {
-			continue // part of a longer word
-		}
-		if !strings.HasPrefix(rest, "=") {
+	option := regexp.MustCompile(`(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))`)
+	value := ""
+	for _, m := range option.FindAllStringSubmatch(jaas, -1) {
+		if m[1] != name {
 			continue
 		}
-		rest = strings.TrimLeft(rest[1:], " \t")
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				return rest[1:]
-			}
-			return rest[1 : 1+end]
+		value = m[3]
+		if m[3] == "" {
+			value = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
 		}
-		end := strings.IndexAny(rest, " \t;")
-		if end < 0 {
-			return rest
-		}
-		return rest[:end]
 	}
+	return value
 }
 
 // Redacted returns every key of the file (the top-level worker keys merged
