@@ -543,8 +543,8 @@ func TestJAASOption(t *testing.T) {
 		{`password="unterminated`, ""},
 	}
 	for _, tt := range tests {
-		if got := jaasOption(tt.in, "password"); got != tt.want {
-			t.Errorf("jaasOption(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := JAASOption(tt.in, "password"); got != tt.want {
+			t.Errorf("JAASOption(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func (c *Config) collectSecrets() {
 		}
 		add(v)
 		if strings.HasSuffix(k, "sasl.jaas.config") {
-			add(jaasOption(v, "password"))
+			add(JAASOption(v, "password"))
 		}
 	}
 	longestFirst(c.Secrets)
@@ -83,14 +83,15 @@ func (c *Config) inPlainSight(secret string) bool {
 	return false
 }
 
-// jaasOption returns the value of option name in a JAAS config line such as
+// JAASOption returns the value of option name in a JAAS config line such as
 // `...ScramLoginModule required username="u" password="p";`, or "". It
 // reads the line as sink's parseJAAS does, which is what authenticates:
 // options are word=value pairs, a quoted value may hold \" and \\ escapes
 // (a quote and a backslash), and the last of an option given twice wins;
 // so the password on the scrub list is the one sent to the broker. A bare
 // (unquoted) value, which sink refuses, is read up to a space or ;.
-func jaasOption(jaas, name string) string {
+// It is exported so that sink can read the line with it: one parser.
+func JAASOption(jaas, name string) string {
 	option := regexp.MustCompile(`(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))`)
 	value := ""
 	for _, m := range option.FindAllStringSubmatch(jaas, -1) {
