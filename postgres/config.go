@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"strconv"
@@ -286,6 +287,31 @@ func (c *Config) ForHost(i int) *Config {
 	hosts := splitHosts(c.Host)
 	h.Host, h.Port, h.Ports = hosts[i], c.Ports[i], []int{c.Ports[i]}
 	return &h
+}
+
+// String describes the connection for a message: where, as whom, the TLS
+// mode and the tables, never a password (%v, %+v and %s print it).
+func (c Config) String() string {
+	return fmt.Sprintf("%s as %s (sslmode %s, password %s, table.include.list %q)",
+		c.Where(), c.User, c.SSLMode, shown(c.Password), c.TablesText)
+}
+
+// GoString is String for %#v.
+func (c Config) GoString() string { return "postgres.Config{" + c.String() + "}" }
+
+// LogValue is the connection as slog attributes, the passwords redacted.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("host", c.Host), slog.Any("ports", c.Ports), slog.String("user", c.User),
+		slog.String("dbname", c.DBName), slog.String("sslmode", c.SSLMode), slog.String("password", shown(c.Password)),
+		slog.String("sslpassword", shown(c.SSLPassword)), slog.String("table.include.list", c.TablesText))
+}
+
+// shown is how a password shows: whether it is set, never its value.
+func shown(password string) string {
+	if password == "" {
+		return "(not set)"
+	}
+	return "[redacted]"
 }
 
 // Hosts counts the hosts of database.hostname.

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -8,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -249,4 +251,28 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// Regression (issue 27, item 6): Config printed its password through %v,
+// %+v and slog.
+func TestConfigPrintsNoPassword(t *testing.T) {
+	c, err := ParseConfig(map[string]string{"database.hostname": "db1", "database.user": "u", "database.dbname": "d",
+		"database.password": "pg-secret-1", "database.sslpassword": "key-secret-2", "table.include.list": "public.outbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	log.Info("c", "cfg", c, "ptr", &c)
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("c", "cfg", c)
+	type outer struct{ Config }
+	text := fmt.Sprintf("%v %+v %s %#v %v %+v", c, c, c, c, &c, outer{c}) + buf.String()
+	for _, secret := range []string{"pg-secret-1", "key-secret-2"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("a password shows:\n%s", text)
+		}
+	}
+	if !strings.Contains(text, "db1:5432/d as u") || !strings.Contains(text, `"user":"u"`) {
+		t.Errorf("the connection is not described:\n%s", text)
+	}
 }

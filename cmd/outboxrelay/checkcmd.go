@@ -17,17 +17,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := flags.parse(args); err != nil {
 		return err
 	}
-	log := warnLog(stderr)
-	cfg, err := flags.load(log)
+	log := flags.warnLog(stderr)
+	cfg, err := flags.load(ctx, log)
 	if err != nil {
 		return err
 	}
 	set, producer, err := build(cfg, flags.prefix(), log)
 	if err != nil {
-		return usageError{errors.New(cfg.Scrub(err.Error()))}
+		return usageError{errors.New(cfg.Scrub(inFile(*flags.config, err).Error()))}
 	}
 	defer producer.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	return check.Run(ctx, set, producer, stdout, log)
+	return check.Run(ctx, set, producer, flags.human(stdout), log)
 }

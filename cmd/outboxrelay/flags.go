@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +21,9 @@ type commandFlags struct {
 	brokers      *string
 	shadow       *bool
 	shadowPrefix *string
+	// red redacts the secrets of the loaded file from every logger and
+	// human output of the command (load sets them).
+	red *config.Redactor
 }
 
 // newCommandFlags is the flag set of the command name, its errors and
@@ -39,10 +43,12 @@ func newCommandFlags(name string, stderr io.Writer) *commandFlags {
 		brokers:      fl.String("kafka-brokers", "", brokersDoc),
 		shadow:       fl.Bool("shadow", false, "a shadow run beside the live Debezium connector of the same file: slot <slot.name>_shadow, offsets topic "+setup.ShadowOffsetsTopic+", every topic under --shadow-prefix, no writes to the database"),
 		shadowPrefix: fl.String("shadow-prefix", "shadow.", "with --shadow: the prefix of every topic the shadow run writes"),
+		red:          config.NewRedactor(),
 	}
 }
 
-// parse parses args and requires --config; its errors are usage errors.
+// parse parses args and requires --config; its errors are usage errors
+// (for -h and --help, flag.ErrHelp: main exits 0).
 func (c *commandFlags) parse(args []string) error {
 	if err := c.fl.Parse(args); err != nil {
 		return usageError{err}
@@ -61,13 +67,19 @@ func (c *commandFlags) prefix() string {
 	return *c.shadowPrefix
 }
 
-// load reads the connector file with --kafka-brokers (loadConfig).
-func (c *commandFlags) load(log *slog.Logger) (*config.Config, error) {
-	return loadConfig(*c.config, *c.brokers, log)
+// load reads the connector file with --kafka-brokers (loadConfig) and
+// gives its secrets to the command's redactor.
+func (c *commandFlags) load(ctx context.Context, log *slog.Logger) (*config.Config, error) {
+	return loadConfig(ctx, *c.config, *c.brokers, log, c.red)
 }
 
 // warnLog is check's and verify's logger: config warnings to stderr as
 // text, the command's own report going to stdout.
-func warnLog(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+func (c *commandFlags) warnLog(stderr io.Writer) *slog.Logger {
+	return slog.New(c.red.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// human is the command's report writer on w (humanWriter).
+func (c *commandFlags) human(w io.Writer) io.Writer {
+	return humanWriter{w: w, red: c.red}
 }

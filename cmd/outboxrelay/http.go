@@ -14,9 +14,20 @@ import (
 	"github.com/outboxrelay/outboxrelay/capture"
 )
 
+// The HTTP server's bounds: connections held (httplimit.go closes the
+// oldest idle one for a new one), handlers running at once (the others
+// get 503). The probes and a scraper need a few; the bounds keep a crowd
+// of idle or slow connections from growing memory and file descriptors.
+const (
+	httpMaxConns    = 64
+	httpMaxHandlers = 8
+)
+
 // serveHTTP listens on addr at once (so a taken port fails the start, not
 // some later moment) and serves /metrics, /healthz and /readyz until ctx
-// ends. Nothing else is served. /readyz answers from st. It returns the
+// ends. Nothing else is served. /readyz answers from st. Every connection
+// is bounded in time (timeouts for the header, the request, the answer and
+// idling) and in number (httpMaxConns, httpMaxHandlers). It returns the
 // bound address and a function that waits for the server to stop.
 func serveHTTP(ctx context.Context, addr string, m *metrics, st *status, log *slog.Logger) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
@@ -35,11 +46,20 @@ func serveHTTP(ctx context.Context, addr string, m *metrics, st *status, log *sl
 		}
 		fmt.Fprintln(w, why)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{
+		Handler:           limitHandlers(mux, httpMaxHandlers),
+		ConnContext:       connContext,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second, // no endpoint reads a body
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       30 * time.Second, // Prometheus scrapes every 15 to 60 s
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(limitConns(ln, httpMaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()

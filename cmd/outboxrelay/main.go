@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,7 +42,11 @@ const (
 	exitConfig = 2
 )
 
+// usageError is bad usage or configuration (exit code 2); one wrapping
+// flag.ErrHelp is -h or --help, after its usage was printed (exit 0).
 type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -62,14 +67,24 @@ func main() {
 	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "outboxrelay:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(exitConfig)
-		}
-		os.Exit(exitError)
+	if code := exitCode(err, os.Stderr); code != 0 {
+		os.Exit(code)
 	}
+}
+
+// exitCode is the exit code of the command's err, which it prints to
+// stderr on its final line. The error may quote a server's text: it is
+// printable, so that it cannot drive the terminal.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the usage is printed
+		return 0
+	}
+	fmt.Fprintln(stderr, "outboxrelay:", printable(err.Error()))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitConfig
+	}
+	return exitError
 }
 
 const usage = `usage: outboxrelay <command> [flags]
@@ -114,12 +129,12 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := flags.parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *logFormat, *logLevel)
+	log, err := newLogger(stderr, *logFormat, *logLevel, flags.red)
 	if err != nil {
 		return usageError{err}
 	}
 
-	cfg, err := flags.load(log)
+	cfg, err := flags.load(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -132,7 +147,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	set, producer, err := build(cfg, flags.prefix(), log)
 	if err != nil {
-		return usageError{scrub(err)}
+		return usageError{scrub(inFile(*flags.config, err))}
 	}
 	defer producer.Close()
 	postgres.WarnWeaknesses(log, &set.Postgres.Config)
@@ -142,7 +157,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	memoryLimit(set.Kafka.BufferMemory, log)
 	opt, err := wire(set, producer, m, log)
 	if err != nil {
-		return usageError{scrub(err)}
+		return usageError{scrub(inFile(*flags.config, err))}
 	}
 
 	// The helpers below stop with bg, after relay.Run has flushed and confirmed.
@@ -192,21 +207,57 @@ func janitor(set *setup.Setup, st *status, m *metrics, log *slog.Logger) *postgr
 		Deleted: func(n int64) { m.janitorDeleted.Add(float64(n)) }}
 }
 
-// loadConfig reads the connector file, logs its warnings (scrubbed of
-// secrets) and settles the Kafka bootstrap servers (flag, file, then
-// $KAFKA_BOOTSTRAP_SERVERS). Its errors are usage errors (exit code 2).
-func loadConfig(path, brokers string, log *slog.Logger) (*config.Config, error) {
-	cfg, err := config.Load(path, os.LookupEnv)
+// loadConfig reads the connector file, gives its secrets to red, logs its
+// warnings (the first config.MaxWarnings, then how many more) and settles
+// the Kafka bootstrap servers (flag, file, then $KAFKA_BOOTSTRAP_SERVERS).
+// Its errors are usage errors (exit code 2). It returns when ctx ends
+// (SIGTERM) even if reading were to block: config.Load refuses FIFOs and
+// devices before opening them, and this is the second guard.
+func loadConfig(ctx context.Context, path, brokers string, log *slog.Logger, red *config.Redactor) (*config.Config, error) {
+	cfg, err := loadCtx(ctx, func() (*config.Config, error) { return config.Load(path, os.LookupEnv) })
 	if err != nil {
 		return nil, usageError{fmt.Errorf("loading %w", err)} // config errors start with the path
 	}
+	red.Set(cfg)
 	for _, w := range cfg.Warnings {
-		log.Warn("config: " + cfg.Scrub(w))
+		log.Warn("config: " + w)
+	}
+	if cfg.MoreWarnings > 0 {
+		log.Warn(fmt.Sprintf("config: %d more warnings not shown (%d in all); fix the ones above and run again to see the rest", cfg.MoreWarnings, cfg.MoreWarnings+len(cfg.Warnings)))
 	}
 	if err := cfg.SetDefaultBrokers(brokers, os.LookupEnv); err != nil {
 		return nil, usageError{errors.New(cfg.Scrub(err.Error()))}
 	}
 	return cfg, nil
+}
+
+// loadCtx runs load and returns its result, or ctx's error as soon as ctx
+// ends; a load still running is left behind, the process exits.
+func loadCtx(ctx context.Context, load func() (*config.Config, error)) (*config.Config, error) {
+	type result struct {
+		cfg *config.Config
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cfg, err := load()
+		done <- result{cfg, err}
+	}()
+	select {
+	case r := <-done:
+		return r.cfg, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the connector file: stopped while reading it: %w", context.Cause(ctx))
+	}
+}
+
+// inFile is an error of the configuration read from path, naming the
+// file first as the errors of config.Load do.
+func inFile(path string, err error) error {
+	if strings.HasPrefix(err.Error(), path+":") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // build parses every component's configuration, makes it a shadow run's
@@ -273,7 +324,8 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 	}, nil
 }
 
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+// newLogger is run's logger: JSON or text lines on w, redacted by red.
+func newLogger(w io.Writer, format, level string, red *config.Redactor) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
@@ -281,9 +333,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch strings.ToLower(format) {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(red.Handler(slog.NewJSONHandler(w, opts))), nil
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(red.Handler(slog.NewTextHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use json or text", format)
 }

@@ -28,6 +28,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := flags.parse(args); err != nil {
 		return err
 	}
+	stdout = flags.human(stdout)
 	shadow := flags.prefix()
 	if shadow != "" && (*orderBy != "" || *emitted != "") {
 		return usageError{errors.New("verify --shadow compares the live connector's topics with the shadow run's by event id: --order-by and --emitted do not apply")}
@@ -38,8 +39,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if shadow == "" && *topics != "" {
 		return usageError{errors.New("verify: --topics names the topics of a shadow comparison: add --shadow, or leave it out (verify reads the topics the outbox rows route to)")}
 	}
-	log := warnLog(stderr)
-	cfg, err := flags.load(log)
+	log := flags.warnLog(stderr)
+	cfg, err := flags.load(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, err = set.Kafka.Dialer() // TLS and SASL settings usable
 	}
 	if err != nil {
-		return usageError{errors.New(cfg.Scrub(err.Error()))}
+		return usageError{errors.New(cfg.Scrub(inFile(*flags.config, err).Error()))}
 	}
 	if shadow != "" {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)

@@ -44,6 +44,9 @@ func (c *Config) classify(keyErr func(key, format string, args ...any)) {
 		case doc.NoEffect != "":
 			c.warnf("key %q has no effect on outbox events: %s; ignored", k, doc.NoEffect)
 			continue
+		case strings.TrimSpace(v) == "" && (doc.Default != "" || doc.DefaultDoc != "") && doc.EmptyMeans == "":
+			refuseEmpty(k, doc, keyErr)
+			continue
 		}
 		if _, ok := doc.Match(v); len(doc.Values) > 0 && !ok {
 			c.refuse(k, v, doc, keyErr)
@@ -82,6 +85,20 @@ func (c *Config) refuse(key, value string, doc KeyDoc, keyErr func(key, format s
 		return
 	}
 	keyErr(key, "%s is not supported: %s", shown, instead)
+}
+
+// refuseEmpty reports an explicitly empty value of a key that has a
+// default. Kafka Connect never turns it into the default: an int, long or
+// boolean key refuses it, a string keeps "" (and Debezium's validators
+// then refuse most, such as slot.name), a list becomes empty. Reading it
+// as the default, as an unset key, would silently mean something else
+// than under Connect; so it is refused, naming the key.
+func refuseEmpty(key string, doc KeyDoc, keyErr func(key, format string, args ...any)) {
+	def := strconv.Quote(doc.Default)
+	if doc.Default == "" {
+		def = "(" + doc.DefaultDoc + ")"
+	}
+	keyErr(key, "is empty: remove the key to get its default %s, or write a value; an empty value is not the default in Kafka Connect either", def)
 }
 
 // validate checks the rules that span more than one value: required keys

@@ -110,7 +110,9 @@ func TestScalars(t *testing.T) {
 		{`-1`, "-1", ""},
 		{`1.50`, "1.50", ""},
 		{`1e3`, "1e3", ""},
-		{`""`, "", ""},
+		// Regression (issue 27, item 10): an explicitly empty value of a
+		// key with a default was read as the default.
+		{`""`, "", `heartbeat.interval.ms: is empty: remove the key to get its default "0"`},
 		{`null`, "", "heartbeat.interval.ms: is null"},
 		{`[1,2]`, "", "heartbeat.interval.ms: is a JSON array"},
 		{`{"a":1}`, "", "heartbeat.interval.ms: is a JSON object"},
@@ -159,9 +161,9 @@ func TestDocumentShapes(t *testing.T) {
 		{name: "top-level name not a string", doc: `{"name": 1, "config": ` + minimal("") + `}`, wantErr: "name: the top-level name must be a JSON string"},
 		{name: "config not an object", doc: `{"name": "n", "config": "x"}`, wantErr: `reading "config"`},
 		{name: "array document", doc: `[]`, wantErr: "not a JSON object"},
-		{name: "empty file", doc: ``, wantErr: "reading connector JSON"},
+		{name: "empty file", doc: ``, wantErr: "test.json: file is empty: write the connector JSON"},
 		{name: "trailing data", doc: minimal("") + `{}`, wantErr: "unexpected data after the top-level object"},
-		{name: "syntax error", doc: `{"a": }`, wantErr: "reading connector JSON"},
+		{name: "syntax error", doc: `{"a": }`, wantErr: "test.json: reading connector JSON: line 1, column 7: invalid character '}'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -482,12 +484,12 @@ func TestProviderErrors(t *testing.T) {
 }
 
 func TestSecrets(t *testing.T) {
-	env := envOf(map[string]string{"PW": "p\"w\\1"})
+	env := envOf(map[string]string{"PW": "p\"w\\1x"})
 	c := mustParse(t, minimal(`"database.password": "${env:PW}",
 		"producer.override.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"bob\" password=\"jaaspw\";",
-		"ssl.truststore.password": "trustpw", "producer.ssl.key.password": "keypw", "database.sslpassword": "sslpw",
+		"ssl.truststore.password": "trustpw", "producer.ssl.key.password": "keypw1", "database.sslpassword": "sslpw1",
 		"database.custom.password": "custompw", "slot.name": "not-secret"`), env)
-	for _, s := range []string{"p\"w\\1", "jaaspw", "trustpw", "keypw", "sslpw", "custompw"} {
+	for _, s := range []string{"p\"w\\1x", "jaaspw", "trustpw", "keypw1", "sslpw1", "custompw"} {
 		found := false
 		for _, got := range c.Secrets {
 			found = found || got == s
@@ -512,9 +514,9 @@ func TestSecrets(t *testing.T) {
 	}
 	tests := []struct{ in, want string }{
 		{"login failed for jaaspw", "login failed for [redacted]"},
-		{`password "p\"w\\1" rejected`, `password "[redacted]" rejected`}, // as %q prints it
-		{"p\"w\\1 raw", "[redacted] raw"},
-		{"keypw and trustpw", "[redacted] and [redacted]"},
+		{`password "p\"w\\1x" rejected`, `password "[redacted]" rejected`}, // as %q prints it
+		{"p\"w\\1x raw", "[redacted] raw"},
+		{"keypw1 and trustpw", "[redacted] and [redacted]"},
 		{"nothing here", "nothing here"},
 	}
 	for _, tt := range tests {
@@ -530,11 +532,19 @@ func TestJAASOption(t *testing.T) {
 		{`x.PlainLoginModule required password=bare;`, "bare"},
 		{`x required user_password="no" password = "yes";`, "yes"},
 		{`x required username="u";`, ""},
-		{`password="unterminated`, "unterminated"},
+		// Regression (issue 27, item 6): an escaped quote ended the value
+		// here while sink's parser, which authenticates, reads on, so the
+		// real password was not on the scrub list.
+		{`x required username="u" password="pa\"ss\\word";`, `pa"ss\word`},
+		{`x required password="first" password="second";`, "second"},
+		{`x required username="password=\"no\"" password="yes";`, "yes"},
+		// Unterminated: sink refuses it (no password), and the whole
+		// value of the secret key is on the scrub list.
+		{`password="unterminated`, ""},
 	}
 	for _, tt := range tests {
-		if got := jaasOption(tt.in, "password"); got != tt.want {
-			t.Errorf("jaasOption(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := JAASOption(tt.in, "password"); got != tt.want {
+			t.Errorf("JAASOption(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -5,10 +5,13 @@
 // (retries and errors, the offsets topic, exactly-once, poll mode, the
 // janitor), by the sections each key's declaration names.
 //
-// Loading is pure: no network. It resolves Kafka's config providers
+// Loading is pure: no network. It reads only regular files of bounded
+// size (ReadFile: a FIFO or a device is refused before it is opened). It
+// resolves Kafka's config providers
 // (${env:NAME}, ${file:path:key}) because passwords usually come from them,
 // warns once per key that has no effect, and refuses, with what to write
 // instead, every value outboxrelay knows but cannot honour. The one table of
 // known keys is internal/confkey's (Keys), which also generates the key
-// reference in docs/configuration.md.
+// reference in docs/configuration.md. A Redactor keeps the secrets of the
+// loaded file out of every log record (Redactor.Handler).
 package config

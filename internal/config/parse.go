@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 )
@@ -37,12 +35,18 @@ type Config struct {
 	// and the other errors.* keys.
 	Relay map[string]string
 
-	Warnings []string // one per key that is unknown, ignored or overridden
+	// Warnings has one line per key that is unknown, ignored or
+	// overridden, the first MaxWarnings of them; MoreWarnings counts the
+	// rest, so that a file of a million unknown keys prints one summary,
+	// not a million lines.
+	Warnings     []string
+	MoreWarnings int
 	// Secrets are the resolved secret values (passwords, private keys, the
 	// password inside sasl.jaas.config), so that logs and errors can be
 	// scrubbed of them. Longest first.
 	Secrets []string
 
+	errSecrets []string          // Secrets and those in plain sight, for Parse's errors (collectSecrets)
 	all        map[string]string // every key as in the file (merged), resolved
 	secretKeys map[string]bool   // keys of all whose value is secret
 	source     string            // file name, for error messages
@@ -63,14 +67,10 @@ func (e *KeyError) Error() string {
 // Load reads a connector file: either {"name": ..., "config": {...}} as
 // registered with Kafka Connect, or the bare config map. See Parse.
 func Load(path string, env func(string) (string, bool)) (*Config, error) {
-	data, err := os.ReadFile(path)
+	// Every error of Load starts with the path, as KeyError does.
+	data, err := ReadFile(path, MaxConnectorFileSize, "the connector file (--config)")
 	if err != nil {
-		// Every error of Load starts with the path, as KeyError does.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: %s: %w", path, pe.Op, pe.Err)
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return Parse(data, path, env)
 }
@@ -107,6 +107,10 @@ func Parse(data []byte, source string, env func(string) (string, bool)) (*Config
 		errs = append(errs, &KeyError{Source: source, Key: key, Reason: fmt.Sprintf(format, args...)})
 	}
 
+	data, err := prepare(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
 	raw, err := c.readDocument(data, keyErr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
@@ -142,10 +146,11 @@ func (c *Config) readDocument(data []byte, keyErr func(key, format string, args 
 	dec := json.NewDecoder(bytes.NewReader(data))
 	top, err := readObject(dec)
 	if err != nil {
-		return nil, fmt.Errorf("reading connector JSON: %w", err)
+		return nil, fmt.Errorf("reading connector JSON: %w", jsonError(data, dec, err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("reading connector JSON: unexpected data after the top-level object; the file must hold one JSON object")
+		line, col := position(data, dec.InputOffset())
+		return nil, fmt.Errorf("reading connector JSON: line %d, column %d: unexpected data after the top-level object; the file must hold one JSON object", line, col)
 	}
 	var configRaw json.RawMessage
 	for _, m := range top {
@@ -308,7 +313,14 @@ func isWorkerKey(k string) bool {
 	return false
 }
 
+// MaxWarnings is how many warnings a Config keeps (Warnings).
+const MaxWarnings = 100
+
 func (c *Config) warnf(format string, args ...any) {
+	if len(c.Warnings) >= MaxWarnings {
+		c.MoreWarnings++
+		return
+	}
 	c.Warnings = append(c.Warnings, fmt.Sprintf(format, args...))
 }
 
@@ -326,7 +338,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func (c *Config) scrubErrors(errs []error) error {
 	for i, err := range errs {
 		msg := err.Error()
-		if s := c.Scrub(msg); s != msg {
+		if s := scrub(msg, c.errSecrets); s != msg {
 			errs[i] = errors.New(s)
 		}
 	}

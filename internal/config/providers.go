@@ -5,15 +5,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 )
-
-// maxPropertiesSize bounds a ${file:…} properties file: such files hold a
-// few secrets, and the bound keeps /dev/zero-like paths from hanging Load.
-const maxPropertiesSize = 1 << 20
 
 // resolver expands Kafka config provider references, ${env:NAME} and
 // ${file:path:key}. Kafka Connect needs config.providers in the worker to
@@ -102,25 +96,11 @@ func (r *resolver) file(path string) (map[string]string, error) {
 	if props, ok := r.files[path]; ok {
 		return props, nil
 	}
-	// Stat before opening: opening a FIFO or a device could block for ever.
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err // *PathError: names the path, holds no content
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
+	// ReadFile checks before opening: opening a FIFO or a device could
+	// block for ever, and reading one could fill memory.
+	data, err := ReadFile(path, MaxPropertiesFileSize, "a ${file:} properties file")
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPropertiesSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if len(data) > maxPropertiesSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes; a properties file of secrets is much smaller", path, maxPropertiesSize)
 	}
 	props, err := parseProperties(data)
 	if err != nil {
@@ -141,7 +121,7 @@ func (r *resolver) file(path string) (map[string]string, error) {
 func parseProperties(data []byte) (map[string]string, error) {
 	props := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), maxPropertiesSize+1)
+	sc.Buffer(make([]byte, 0, 4096), MaxPropertiesFileSize+1)
 	lineNo := 0
 	for sc.Scan() {
 		lineNo++

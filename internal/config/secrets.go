@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,13 +12,38 @@ import (
 // redacted replaces a secret value wherever one would be shown.
 const redacted = "[redacted]"
 
+// MinScrubLength is the shortest secret Scrub replaces by value. A
+// shorter one occurs by chance in addresses, LSNs and numbers, so
+// replacing it would mangle them and show where the secret's characters
+// are (a one-character password "1" turned 127.0.0.1 into
+// [redacted]27.0.0.[redacted]). Such a secret is still kept out of logs by
+// key: a record's attribute named by a secret key, and the String and
+// LogValue methods of the configuration types, never show it.
+const MinScrubLength = 6
+
 // collectSecrets gathers the resolved values of secret keys, and the
-// password inside a JAAS config, which a client library may log on its own.
+// password inside a JAAS config, which a client library may log on its
+// own: the values Scrub replaces. It leaves out a value Scrub must not
+// replace because replacing it would tell what it is: one shorter than
+// MinScrubLength, or one that is part of a key or of a non-secret value
+// of the file (a password equal to database.user turned "connecting as
+// debezium" into "connecting as [redacted]", an oracle). Such a value
+// shows where the key or value that holds it shows, and nowhere it would
+// not show anyway.
+//
+// Parse's own errors are scrubbed of those too (errSecrets): they quote
+// the refused value of a key, which is shown nowhere else, so a password
+// written into another key by mistake ("snapshot.mode": "${env:PW}")
+// reads [redacted] there and tells nothing.
 func (c *Config) collectSecrets() {
 	seen := map[string]bool{}
 	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
+		if len(s) < MinScrubLength || seen[s] {
+			return
+		}
+		seen[s] = true
+		c.errSecrets = append(c.errSecrets, s)
+		if !c.inPlainSight(s) {
 			c.Secrets = append(c.Secrets, s)
 		}
 	}
@@ -28,50 +54,56 @@ func (c *Config) collectSecrets() {
 		}
 		add(v)
 		if strings.HasSuffix(k, "sasl.jaas.config") {
-			add(jaasOption(v, "password"))
+			add(JAASOption(v, "password"))
 		}
 	}
-	// Longest first, so that Scrub never leaves the tail of a secret that
-	// contains a shorter one.
-	sort.Slice(c.Secrets, func(i, j int) bool {
-		if len(c.Secrets[i]) != len(c.Secrets[j]) {
-			return len(c.Secrets[i]) > len(c.Secrets[j])
+	longestFirst(c.Secrets)
+	longestFirst(c.errSecrets)
+}
+
+// longestFirst sorts secrets longest first, so that scrub never leaves
+// the tail of a secret that contains a shorter one.
+func longestFirst(secrets []string) {
+	sort.Slice(secrets, func(i, j int) bool {
+		if len(secrets[i]) != len(secrets[j]) {
+			return len(secrets[i]) > len(secrets[j])
 		}
-		return c.Secrets[i] < c.Secrets[j]
+		return secrets[i] < secrets[j]
 	})
 }
 
-// jaasOption returns the value of option name in a JAAS config line such as
-// `...ScramLoginModule required username="u" password="p";`, or "".
-func jaasOption(jaas, name string) string {
-	rest := jaas
-	for {
-		i := strings.Index(rest, name)
-		if i < 0 {
-			return ""
+// inPlainSight reports whether secret is part of a key of the file or of
+// the value of a key that is not secret.
+func (c *Config) inPlainSight(secret string) bool {
+	for k, v := range c.all {
+		if strings.Contains(k, secret) || !c.secretKeys[k] && strings.Contains(v, secret) {
+			return true
 		}
-		before := rest[:i]
-		rest = strings.TrimLeft(rest[i+len(name):], " \t")
-		if before != "" && !strings.ContainsAny(before[len(before)-1:], " \t\n") {
-			continue // part of a longer word
-		}
-		if !strings.HasPrefix(rest, "=") {
+	}
+	return false
+}
+
+// JAASOption returns the value of option name in a JAAS config line such as
+// `...ScramLoginModule required username="u" password="p";`, or "". It
+// reads the line as sink's parseJAAS does, which is what authenticates:
+// options are word=value pairs, a quoted value may hold \" and \\ escapes
+// (a quote and a backslash), and the last of an option given twice wins;
+// so the password on the scrub list is the one sent to the broker. A bare
+// (unquoted) value, which sink refuses, is read up to a space or ;.
+// It is exported so that sink can read the line with it: one parser.
+func JAASOption(jaas, name string) string {
+	option := regexp.MustCompile(`(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))`)
+	value := ""
+	for _, m := range option.FindAllStringSubmatch(jaas, -1) {
+		if m[1] != name {
 			continue
 		}
-		rest = strings.TrimLeft(rest[1:], " \t")
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				return rest[1:]
-			}
-			return rest[1 : 1+end]
+		value = m[3]
+		if m[3] == "" {
+			value = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
 		}
-		end := strings.IndexAny(rest, " \t;")
-		if end < 0 {
-			return rest
-		}
-		return rest[:end]
 	}
+	return value
 }
 
 // Redacted returns every key of the file (the top-level worker keys merged
@@ -92,7 +124,13 @@ func (c *Config) Redacted() map[string]string {
 // Scrub replaces every secret value in s with "[redacted]", also where the
 // secret appears escaped as Go's %q or JSON would write it.
 func (c *Config) Scrub(s string) string {
-	for _, secret := range c.Secrets {
+	return scrub(s, c.Secrets)
+}
+
+// scrub replaces every secret of secrets in s, in every spelling of
+// secretForms.
+func scrub(s string, secrets []string) string {
+	for _, secret := range secrets {
 		for _, form := range secretForms(secret) {
 			s = strings.ReplaceAll(s, form, redacted)
 		}

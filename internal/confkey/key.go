@@ -123,6 +123,12 @@ type KeyDoc struct {
 	// NoEffect, when set, marks a key Debezium or Kafka knows but that
 	// changes nothing in outboxrelay; it is why, and the key gets a warning.
 	NoEffect string
+	// EmptyMeans, when set, says what an explicitly empty value of a key
+	// with a default means (Kafka's ssl.endpoint.identification.algorithm:
+	// "" turns the check off). Without it internal/config refuses an empty
+	// value of a key with a default, which Kafka Connect never turns into
+	// the default either.
+	EmptyMeans string
 }
 
 // Type is the key's kind, telling enums and class names from text by
