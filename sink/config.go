@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 
+	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
 )
@@ -244,8 +243,10 @@ func ParseConfig(kv map[string]string) (Config, error) {
 // retries, in-flight requests).
 func (p *parser) parseProducer(c *Config) {
 	c.ClientID = p.text(KeyClientID)
-	if v, ok := p.get(KeyAcks); ok && v != "all" && v != "-1" {
-		p.fail(fmt.Errorf("%s=%s: outboxrelay always uses acks=all (an LSN is confirmed only after every in-sync replica has the record); remove the key or set it to all", KeyAcks, v))
+	// acks through its declaration: all or -1, in any case (config.classify
+	// accepts ALL, so must the sink).
+	if _, err := p.v.Enum(KeyAcks); err != nil {
+		p.fail(err)
 	}
 	// Retries: we retry forever and keep one batch per partition in
 	// flight; a setting that asks for something else cannot be honoured,
@@ -504,12 +505,31 @@ func (c *Config) saslMechanism() sasl.Mechanism {
 	}
 }
 
+// maxTLSFile is the most bytes a PEM file of the TLS keys may hold: a CA
+// bundle or a certificate chain is a few kilobytes (the system's whole
+// bundle about 200 KiB).
+const maxTLSFile = 1 << 20
+
+// readTLSFile reads a TLS file through config.ReadFile: a regular file of
+// at most maxTLSFile bytes, so that /dev/zero cannot fill memory nor a
+// FIFO block the start. The error names key and the file.
+func readTLSFile(key, path string) ([]byte, error) {
+	b, err := config.ReadFile(path, maxTLSFile, "a TLS file ("+key+")")
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// caKey is the key that named c.TLSCAFile, for errors.
+const caKey = KeyTruststoreLocation + " / " + KeyCALocation
+
 func (c *Config) tlsConfig() (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if c.TLSCAFile != "" {
-		pem, err := os.ReadFile(c.TLSCAFile)
+		pem, err := readTLSFile(caKey, c.TLSCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s / %s: %w", KeyTruststoreLocation, KeyCALocation, err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -518,9 +538,9 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	if c.TLSCertFile != "" || c.TLSKeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		cert, err := c.clientCertificate()
 		if err != nil {
-			return nil, fmt.Errorf("loading client certificate (%s / %s): %w", KeyCertificateLocation, KeyKeyLocation, err)
+			return nil, err
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -534,6 +554,31 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 		}
 	}
 	return tc, nil
+}
+
+// clientCertificate reads the client certificate chain and its key
+// (ssl.certificate.location and ssl.key.location, or both from
+// ssl.keystore.location), each through readTLSFile.
+func (c *Config) clientCertificate() (tls.Certificate, error) {
+	const pairKeys = KeyCertificateLocation + " / " + KeyKeyLocation
+	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+		return tls.Certificate{}, fmt.Errorf("loading client certificate (%s): set both, or %s to one PEM file holding both", pairKeys, KeyKeystoreLocation)
+	}
+	certPEM, err := readTLSFile(KeyCertificateLocation+" / "+KeyKeystoreLocation, c.TLSCertFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM := certPEM
+	if c.TLSKeyFile != c.TLSCertFile {
+		if keyPEM, err = readTLSFile(KeyKeyLocation+" / "+KeyKeystoreLocation, c.TLSKeyFile); err != nil {
+			return tls.Certificate{}, err
+		}
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("loading client certificate (%s): %s, %s: %w", pairKeys, c.TLSCertFile, c.TLSKeyFile, err)
+	}
+	return cert, nil
 }
 
 func verifyChainOnly(raw [][]byte, roots *x509.CertPool) error {
@@ -556,8 +601,6 @@ func verifyChainOnly(raw [][]byte, roots *x509.CertPool) error {
 	return err
 }
 
-var jaasOption = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
-
 // parseJAAS extracts username and password from a sasl.jaas.config value
 // such as `org.apache.kafka.common.security.scram.ScramLoginModule required
 // username="u" password="p";`. Errors never quote the value: it holds the
@@ -570,15 +613,9 @@ func parseJAAS(v string) (user, password string, err error) {
 	default:
 		return "", "", fmt.Errorf("%s: login module %q is not supported; use PlainLoginModule or ScramLoginModule", KeySASLJAASConfig, mod)
 	}
-	for _, m := range jaasOption.FindAllStringSubmatch(v, -1) {
-		val := strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
-		switch m[1] {
-		case "username":
-			user = val
-		case "password":
-			password = val
-		}
-	}
+	// One parser: the scrubber reads the password with it too, so the
+	// password sent is the one scrubbed.
+	user, password = config.JAASOption(v, "username"), config.JAASOption(v, "password")
 	if user == "" || password == "" {
 		return "", "", fmt.Errorf("%s: want %s required username=\"…\" password=\"…\"; (username or password missing)", KeySASLJAASConfig, mod)
 	}

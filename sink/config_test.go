@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"github.com/outboxrelay/outboxrelay/internal/config"
+
 	"fmt"
 	"log/slog"
 	"strings"
@@ -60,7 +62,7 @@ func TestParseConfigErrors(t *testing.T) {
 		want []string
 	}{
 		{"no brokers", map[string]string{}, []string{"bootstrap.servers"}},
-		{"acks=1", base("acks", "1"), []string{"acks=1", "always uses acks=all"}},
+		{"acks=1", base("acks", "1"), []string{`acks "1"`, "set acks=all"}},
 		{"acks=0", base("acks", "0"), []string{"acks"}},
 		{"linger not a number", base("linger.ms", "soon"), []string{"linger.ms"}},
 		{"batch.size", base("batch.size", "x"), []string{"batch.size"}},
@@ -140,5 +142,36 @@ func TestTLSFilesErrorsNameKey(t *testing.T) {
 	_, err = NewProducer(c, nil)
 	if err == nil || !strings.Contains(err.Error(), "ssl.truststore.location") {
 		t.Fatalf("NewProducer with a missing CA file: %v", err)
+	}
+}
+
+// Regression (issue 27, item 6): the sink and the scrubber parsed
+// sasl.jaas.config with two expressions that read an escaped quote
+// differently, so the password the sink sent was not the one scrubbed from
+// the logs. Both now read it with config.JAASOption.
+func TestJAASPasswordIsTheScrubbedOne(t *testing.T) {
+	for _, v := range []string{
+		`org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p\"w;x";`,
+		`org.apache.kafka.common.security.plain.PlainLoginModule required username=u password=pw\x;`,
+		`org.apache.kafka.common.security.scram.ScramLoginModule required password="a\\b" username="u";`,
+	} {
+		_, pw, err := parseJAAS(v)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if want := config.JAASOption(v, "password"); pw != want || pw == "" {
+			t.Errorf("%s: the sink reads password %q, the scrubber %q", v, pw, want)
+		}
+	}
+}
+
+// Regression (issue 27, item 10): acks=ALL passed the file's key check
+// (any case) and was then refused by the sink, which compared with "all".
+// It reads acks through its declaration now: all, -1, in any case.
+func TestAcksAnyCase(t *testing.T) {
+	for _, v := range []string{"all", "ALL", "-1", "All"} {
+		if _, err := ParseConfig(map[string]string{"bootstrap.servers": "k:9092", "acks": v}); err != nil {
+			t.Errorf("acks=%s: %v", v, err)
+		}
 	}
 }

@@ -1,9 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/sink"
 )
 
@@ -12,9 +13,9 @@ import (
 // key of their namespace (a misspelt database.sslmode must not pass
 // silently).
 func TestEveryReadKeyHasItsOwnEntry(t *testing.T) {
-	table := keyTable()
+	table := config.KeyTable()
 	for _, k := range sink.KnownKeys() {
-		doc, ok := lookup(table, k)
+		doc, ok := config.Lookup(table, k)
 		if !ok || doc.Key != k {
 			t.Errorf("sink reads %q, which has no entry of its own (matched %q)", k, doc.Key)
 		}
