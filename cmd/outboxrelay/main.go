@@ -151,6 +151,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer producer.Close()
 	postgres.WarnWeaknesses(log, &set.Postgres.Config)
+	sink.WarnWeaknesses(log, &set.Kafka)
 	st := newStatus()
 	m := newMetrics(st, producer.InFlight)
 	producer.SetObserver(m)

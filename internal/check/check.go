@@ -120,6 +120,19 @@ func (c *checker) verification(pg *postgres.Config) {
 	}
 }
 
+// kafkaVerification is a ⚠ line for each Kafka verification the settings
+// weaken (sink.Config.Weaknesses, the same the relay WARNs at start-up),
+// or one ✓ when there is none.
+func (c *checker) kafkaVerification() {
+	ws := c.kafka.Weaknesses()
+	for _, w := range ws {
+		c.warn("Kafka verification ("+w.Key+")", w.Detail, w.Fix)
+	}
+	if len(ws) == 0 {
+		c.pass("Kafka verification", "security.protocol="+c.kafka.SecurityProtocol+": TLS, the brokers' certificate and host name are verified")
+	}
+}
+
 // connFix is the fix under a failed PostgreSQL connection.
 func connFix(err error) string {
 	if errors.Is(err, postgres.ErrAuthMethod) {
@@ -142,6 +155,7 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 	} else {
 		c.postgres(ctx)
 	}
+	c.kafkaVerification()
 	c.kafkaChecks(ctx)
 	if c.kafkaOK {
 		c.start(ctx, set)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/outboxrelay/outboxrelay/postgres"
+	"github.com/outboxrelay/outboxrelay/sink"
 )
 
 func TestFormatChecks(t *testing.T) {
@@ -56,6 +57,31 @@ func TestVerificationLines(t *testing.T) {
 		}
 		if tc.mode != "verify-full" && !strings.Contains(b.String(), "fix: set \"database.sslmode\": \"verify-full\"") {
 			t.Errorf("sslmode %s: no fix naming verify-full:\n%s", tc.mode, b.String())
+		}
+	}
+}
+
+// Regression (issue 27, item 7): check passed a weakened Kafka
+// verification without a word. Each weakness is a ⚠ line (not a failure)
+// with the key and the fix; SASL_SSL with host-name checks is one ✓.
+func TestKafkaVerificationLines(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  sink.Config
+		want string
+	}{
+		{sink.Config{SecurityProtocol: "PLAINTEXT"}, "⚠ Kafka verification (security.protocol): security.protocol=PLAINTEXT: no TLS and no authentication"},
+		{sink.Config{SecurityProtocol: "SASL_PLAINTEXT", SASLMechanism: "PLAIN"}, "⚠ Kafka verification (security.protocol): security.protocol=SASL_PLAINTEXT with sasl.mechanism=PLAIN: the password goes in clear text"},
+		{sink.Config{SecurityProtocol: "SASL_SSL", SASLMechanism: "SCRAM-SHA-512", TLSSkipHostnameCheck: true}, "⚠ Kafka verification (ssl.endpoint.identification.algorithm)"},
+		{sink.Config{SecurityProtocol: "SASL_SSL", SASLMechanism: "SCRAM-SHA-512"}, "✓ Kafka verification: security.protocol=SASL_SSL"},
+	} {
+		c := &checker{kafka: tc.cfg}
+		c.kafkaVerification()
+		var b bytes.Buffer
+		if failed := Format(&b, c.results); failed != 0 || !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%+v: %d failed,\n%s\nwant a line starting %q", tc.cfg, failed, b.String(), tc.want)
+		}
+		if strings.HasPrefix(tc.want, "⚠") && !strings.Contains(b.String(), "fix: ") {
+			t.Errorf("%+v: no fix:\n%s", tc.cfg, b.String())
 		}
 	}
 }
