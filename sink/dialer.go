@@ -13,5 +13,10 @@ func (c *Config) Dialer() (*kafka.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, ClientID: c.ClientID, TLS: t.TLS, SASLMechanism: t.SASL}, nil
+	return c.dialer(t), nil
+}
+
+// dialer is a kafka-go Dialer with t's security.
+func (c *Config) dialer(t *kafka.Transport) *kafka.Dialer {
+	return &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, ClientID: c.ClientID, TLS: t.TLS, SASLMechanism: t.SASL}
 }

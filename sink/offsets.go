@@ -264,12 +264,20 @@ func (o *Offsets) loadPartition(ctx context.Context, part int) (pos Offset, foun
 	}
 }
 
+// fetch is one read_committed fetch of tp from next, bounded by the
+// producer's request.timeout.ms.
+func (o *Offsets) fetch(ctx context.Context, tp kafkabatch.TopicPartition, next int64) (kafkabatch.Fetched, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.p.cfg.RequestTimeout)
+	defer cancel()
+	return kafkabatch.FetchCommitted(ctx, o.p.fetches, tp, next, offsetsFetchBytes)
+}
+
 // scanCommitted reads tp read_committed from offset from up to to (-1:
 // its end) and returns the last position under the key; seen says that
 // a record under the key was read (a tombstone too: then found is false).
 func (o *Offsets) scanCommitted(ctx context.Context, tp kafkabatch.TopicPartition, from, to int64) (pos Offset, found, seen bool, err error) {
 	for next := from; to < 0 || next < to; {
-		f, err := kafkabatch.FetchCommitted(ctx, o.p.client, tp, next, offsetsFetchBytes)
+		f, err := o.fetch(ctx, tp, next)
 		if err != nil {
 			return pos, false, false, err
 		}

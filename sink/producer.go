@@ -11,6 +11,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
@@ -27,9 +28,15 @@ type Producer struct {
 	log       *slog.Logger
 	transport *kafka.Transport
 	client    *kafka.Client
-	budget    *budget
-	wire      wireConns    // each partition's connection to its leader (wire.go)
-	idem      *idempotence // nil with enable.idempotence=false
+	// fetches reads the offsets topic read_committed (Offsets.Load)
+	// through kafkaread.FetchTransport, which decodes in the calling
+	// goroutine: a broker's answer that panics kafka-go's decoder
+	// (segmentio/kafka-go#1438) is an error, where kafka.Transport's
+	// goroutines would end the process.
+	fetches *kafka.Client
+	budget  *budget
+	wire    wireConns    // each partition's connection to its leader (wire.go)
+	idem    *idempotence // nil with enable.idempotence=false
 
 	// ctx is cancelled by Close; every goroutine of the producer exits on it.
 	ctx    context.Context
@@ -73,6 +80,7 @@ func NewProducer(cfg Config, log *slog.Logger) (*Producer, error) {
 		log:       log.With("component", "sink"),
 		transport: t,
 		client:    &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: t, Timeout: cfg.RequestTimeout},
+		fetches:   &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: &kafkaread.FetchTransport{Brokers: cfg.Brokers, Dialer: cfg.dialer(t)}, Timeout: cfg.RequestTimeout},
 		budget:    newBudget(cfg.BufferMemory),
 		ctx:       ctx,
 		cancel:    cancel,

@@ -15,6 +15,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread"
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread/hostile"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
@@ -201,3 +203,23 @@ type countingObserver struct{ failed atomic.Int32 }
 
 func (o *countingObserver) Produced(records, bytes int)              {}
 func (o *countingObserver) ProduceFailed(kind string, retrying bool) { o.failed.Add(1) }
+
+// Regression (issue 27, item 3): the offsets topic was read with the
+// producer's kafka.Transport, whose goroutines decode fetch answers: a
+// broker answering with a record count of -1 (segmentio/kafka-go#1438)
+// panicked there and ended the relay at start-up (Offsets.Load), in both
+// delivery modes. Load now returns an error wrapping
+// kafkaread.ErrDecoderPanic, naming the topic and the partition.
+func TestOffsetsLoadSurvivesDecoderPanic(t *testing.T) {
+	c, addr := newCluster(t, kfake.SeedTopics(1, "outboxrelay-offsets"))
+	batch, err := hostile.NegativeCountBatch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile.Fetches(c, batch)
+	p := newTestProducer(t, fastConfig(addr))
+	_, _, err = p.Offsets("outboxrelay-offsets", "relay", "order_db", -1).Load(context.Background())
+	if !errors.Is(err, kafkaread.ErrDecoderPanic) || !strings.Contains(err.Error(), "outboxrelay-offsets/0") {
+		t.Fatalf("Load from a broker answering a record count of -1: %v; want ErrDecoderPanic naming outboxrelay-offsets/0", err)
+	}
+}

@@ -41,26 +41,27 @@ func recoverDecoder(err *error, topic string, partition int, offset int64) {
 // decodes answers in goroutines of its own, where a panic of kafka-go's
 // decoder (ErrDecoderPanic) cannot be recovered and ends the process;
 // FetchTransport decodes in the calling goroutine and returns the panic as
-// an error. Each call asks Broker for the partition's leader, connects to
-// it (Dialer's TLS and SASL), and closes the connection after the answer.
+// an error. Each call asks the brokers, in turn until one answers, for the
+// partition's leader, connects to it (Dialer's TLS and SASL), and closes
+// the connection after the answer.
 type FetchTransport struct {
-	Broker string        // host:port of any broker
-	Dialer *kafka.Dialer // TLS, SASL, timeouts; nil: kafka.DefaultDialer
+	Brokers []string      // host:port of brokers to ask for the leader
+	Dialer  *kafka.Dialer // TLS, SASL, timeouts; nil: kafka.DefaultDialer
 }
 
 // RoundTrip sends req, a *fetch.Request of one partition, to the
 // partition's leader and returns its answer. addr is not used: the leader
-// is looked up from Broker.
+// is looked up from Brokers.
 func (t *FetchTransport) RoundTrip(ctx context.Context, _ net.Addr, req protocol.Message) (res protocol.Message, err error) {
 	f, ok := req.(*fetch.Request)
 	if !ok || len(f.Topics) != 1 || len(f.Topics[0].Partitions) != 1 {
 		return nil, fmt.Errorf("kafkaread: FetchTransport sends fetch requests of one partition, not %T", req)
 	}
 	topic, part := f.Topics[0].Topic, f.Topics[0].Partitions[0]
-	d := Reader{Broker: t.Broker, Dialer: t.Dialer}.dialer()
-	leader, err := d.LookupLeader(ctx, "tcp", t.Broker, topic, int(part.Partition))
+	d := Reader{Dialer: t.Dialer}.dialer()
+	leader, err := t.lookupLeader(ctx, d, topic, int(part.Partition))
 	if err != nil {
-		return nil, fmt.Errorf("kafkaread: looking up the leader of %s/%d: %w", topic, part.Partition, err)
+		return nil, err
 	}
 	pc, err := connect(ctx, d, net.JoinHostPort(leader.Host, strconv.Itoa(leader.Port)))
 	if err != nil {
@@ -72,6 +73,26 @@ func (t *FetchTransport) RoundTrip(ctx context.Context, _ net.Addr, req protocol
 		_ = pc.SetDeadline(deadline)
 	}
 	return pc.RoundTrip(req)
+}
+
+// lookupLeader asks each of t.Brokers in turn for the leader of
+// topic/partition; the error names every broker's failure.
+func (t *FetchTransport) lookupLeader(ctx context.Context, d *kafka.Dialer, topic string, partition int) (kafka.Broker, error) {
+	if len(t.Brokers) == 0 {
+		return kafka.Broker{}, fmt.Errorf("kafkaread: looking up the leader of %s/%d: no broker", topic, partition)
+	}
+	var errs []error
+	for _, b := range t.Brokers {
+		leader, err := d.LookupLeader(ctx, "tcp", b, topic, partition)
+		if err == nil {
+			return leader, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", b, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return kafka.Broker{}, fmt.Errorf("kafkaread: looking up the leader of %s/%d: %w", topic, partition, errors.Join(errs...))
 }
 
 // connect opens a protocol connection to addr as kafka.Transport does: TLS

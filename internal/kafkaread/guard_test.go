@@ -2,9 +2,7 @@ package kafkaread
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +10,9 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkabatch"
+	"github.com/outboxrelay/outboxrelay/internal/kafkaread/hostile"
 )
 
 // panickingConn stands in for a connection whose fetch answer kafka-go's
@@ -49,39 +47,14 @@ func TestReadBatchRecoversDecoderPanic(t *testing.T) {
 	}
 }
 
-// negativeCountBatch is a valid record batch of one record whose record
-// count says -1, its CRC made right: segmentio/kafka-go#1438's input.
+// negativeCountBatch is hostile.NegativeCountBatch.
 func negativeCountBatch(t *testing.T) []byte {
 	t.Helper()
-	enc, err := kafkabatch.Encode(&kafkabatch.Batch{Records: []kafkabatch.Record{{Value: []byte("v")}}})
+	b, err := hostile.NegativeCountBatch()
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary.BigEndian.PutUint32(enc[57:], 0xffffffff) // the record count
-	binary.BigEndian.PutUint32(enc[17:], crc32.Checksum(enc[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return enc
-}
-
-// hostileFetches makes c answer every fetch with records, one batch for
-// each partition asked for.
-func hostileFetches(c *kfake.Cluster, records []byte) {
-	c.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := kreq.(*kmsg.FetchRequest)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewFetchResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewFetchResponseTopicPartition()
-				sp.Partition, sp.HighWatermark, sp.LastStableOffset = rp.Partition, 1, 1
-				sp.RecordBatches = records
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	return b
 }
 
 // Regression (issue 27, item 3): a fetch answer with a record count of -1
@@ -95,9 +68,9 @@ func TestFetchTransportNegativeRecordCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	hostileFetches(c, negativeCountBatch(t))
+	hostile.Fetches(c, negativeCountBatch(t))
 	addr := c.ListenAddrs()[0]
-	client := &kafka.Client{Addr: kafka.TCP(addr), Transport: &FetchTransport{Broker: addr}}
+	client := &kafka.Client{Addr: kafka.TCP(addr), Transport: &FetchTransport{Brokers: []string{addr}}}
 	_, err = kafkabatch.FetchCommitted(context.Background(), client, kafkabatch.TopicPartition{Topic: "t"}, 0, 1<<20)
 	if !errors.Is(err, ErrDecoderPanic) || !strings.Contains(err.Error(), "t/0 at offset 0") {
 		t.Fatalf("FetchCommitted of a record count of -1: %v; want ErrDecoderPanic naming t/0", err)
@@ -125,7 +98,7 @@ func TestFetchTransportSASL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &kafka.Client{Addr: kafka.TCP(addr), Transport: &FetchTransport{Broker: addr, Dialer: dialer}}
+	client := &kafka.Client{Addr: kafka.TCP(addr), Transport: &FetchTransport{Brokers: []string{addr}, Dialer: dialer}}
 	f, err := kafkabatch.FetchCommitted(context.Background(), client, kafkabatch.TopicPartition{Topic: "t"}, 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +112,7 @@ func TestFetchTransportSASL(t *testing.T) {
 	if strings.Join(got, ",") != "a,b" || f.Next != 2 {
 		t.Errorf("read %q, next %d; want a,b and 2", got, f.Next)
 	}
-	bad := &kafka.Client{Addr: kafka.TCP(addr), Transport: &FetchTransport{Broker: addr, Dialer: &kafka.Dialer{Timeout: 10 * time.Second}}}
+	bad := &kafka.Client{Addr: kafka.TCP(addr), Transport: &FetchTransport{Brokers: []string{addr}, Dialer: &kafka.Dialer{Timeout: 10 * time.Second}}}
 	if _, err := kafkabatch.FetchCommitted(context.Background(), bad, kafkabatch.TopicPartition{Topic: "t"}, 0, 1<<20); err == nil {
 		t.Error("FetchCommitted without SASL from a broker that wants it: no error")
 	}

@@ -21,7 +21,7 @@ import (
 // would end the process.
 func TopicsCommitted(ctx context.Context, dialer *kafka.Dialer, brokers string, topics []string, idHeader string) ([]Delivery, error) {
 	r := kafkaread.Reader{Broker: brokers, Dialer: dialer}
-	c := &kafka.Client{Addr: kafka.TCP(brokers), Transport: &kafkaread.FetchTransport{Broker: brokers, Dialer: dialer}, Timeout: 30 * time.Second}
+	c := &kafka.Client{Addr: kafka.TCP(brokers), Transport: &kafkaread.FetchTransport{Brokers: []string{brokers}, Dialer: dialer}, Timeout: 30 * time.Second}
 	var out []Delivery
 	for _, topic := range topics {
 		ends, err := r.EndOffsets(ctx, topic)
