@@ -57,6 +57,7 @@ type Consumer struct {
 	handle                                     Handler
 	dedup                                      string // the processed_events INSERT
 	applied, duplicates, deadLettered, retries atomic.Int64
+	spinEvery                                  time.Duration // watchSpin's interval: spinEvery, shorter in tests
 }
 
 // New checks cfg and returns a Consumer; it connects to nothing (Run does).
@@ -69,7 +70,8 @@ func New(cfg Config, db DB, h Handler) (*Consumer, error) {
 	}
 	return &Consumer{
 		cfg: cfg, db: db, handle: h,
-		dedup: "INSERT INTO " + quoteTable(cfg.ProcessedTable) + " (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+		spinEvery: spinEvery,
+		dedup:     "INSERT INTO " + quoteTable(cfg.ProcessedTable) + " (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
 	}, nil
 }
 
@@ -112,6 +114,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		ErrorLogger: kafka.LoggerFunc(c.logReaderError),
 	})
 	defer r.Close()
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go c.watchSpin(watch, r, c.spinEvery)
 	for {
 		km, err := r.FetchMessage(ctx)
 		if err != nil {
