@@ -210,7 +210,7 @@ func startTracing(ctx context.Context, set *setup.Setup, opt *relay.Options, log
 	if err != nil {
 		return nil, err
 	}
-	tp, err := tracing.New(ctx, ts, version())
+	tp, err := tracing.New(ctx, ts, tracing.DefaultServiceName, version())
 	if tp == nil || err != nil {
 		if err == nil {
 			log.Debug("tracing off", "why", ts.Off)

@@ -33,8 +33,8 @@ const (
 	EnvServiceName    = "OTEL_SERVICE_NAME"
 )
 
-// DefaultServiceName is service.name without OTEL_SERVICE_NAME (or a
-// service.name in OTEL_RESOURCE_ATTRIBUTES).
+// DefaultServiceName is the relay's service.name without OTEL_SERVICE_NAME
+// (or a service.name in OTEL_RESOURCE_ATTRIBUTES).
 const DefaultServiceName = "outboxrelay"
 
 // Settings is what the environment asks for; Exporter is "" when tracing
@@ -84,8 +84,9 @@ type Provider = sdktrace.TracerProvider
 // New builds the tracer provider the settings ask for, nil when tracing is
 // off. The exporter connects lazily: an endpoint that does not answer
 // costs dropped spans (logged by the SDK's error handler), never a
-// failed start. version is service.version.
-func New(ctx context.Context, s Settings, version string) (*Provider, error) {
+// failed start. service is service.name unless OTEL_SERVICE_NAME (or
+// OTEL_RESOURCE_ATTRIBUTES) says otherwise; version is service.version.
+func New(ctx context.Context, s Settings, service, version string) (*Provider, error) {
 	var exp sdktrace.SpanExporter
 	var err error
 	switch s.Exporter {
@@ -104,7 +105,7 @@ func New(ctx context.Context, s Settings, version string) (*Provider, error) {
 	// The default name first: OTEL_SERVICE_NAME and
 	// OTEL_RESOURCE_ATTRIBUTES (WithFromEnv) override it.
 	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", DefaultServiceName), attribute.String("service.version", version)),
+		resource.WithAttributes(attribute.String("service.name", service), attribute.String("service.version", version)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("tracing: the resource from %s and OTEL_RESOURCE_ATTRIBUTES: %w", EnvServiceName, err)

@@ -40,7 +40,7 @@ func TestRead(t *testing.T) {
 }
 
 func TestNewOff(t *testing.T) {
-	p, err := New(context.Background(), Settings{Off: "no endpoint"}, "v")
+	p, err := New(context.Background(), Settings{Off: "no endpoint"}, DefaultServiceName, "v")
 	if p != nil || err != nil {
 		t.Fatalf("New with tracing off: %v, %v; want nil, nil", p, err)
 	}
