@@ -65,9 +65,11 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 		return err
 	}
 	s.tx.Add(1)
-	ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value))
+	var ack func(error)
 	if sp != nil {
-		ack = sp.acker(ack)
+		ack = s.tracedAckerFor(rec.Topic, size, len(rec.Key)+len(rec.Value), sp)
+	} else {
+		ack = s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value))
 	}
 	err := s.opt.Delivery.Send(ctx, rec, ack)
 	if err == nil {

@@ -120,11 +120,27 @@ func (s *session) traced(ev *router.Event, rec *router.Record) *eventSpan {
 // placed is the record's router.Record.Placed.
 func (e *eventSpan) placed(partition int, offset int64) { e.partition, e.offset = partition, offset }
 
-// acker wraps the record's ack: the span ends when the ack comes.
-func (e *eventSpan) acker(ack func(error)) func(error) {
+// tracedAckerFor is ackerFor for a traced record: the span ends when the
+// ack comes, and a sampled record's publication goes to a TraceObserver
+// with its trace id (an exemplar).
+func (s *session) tracedAckerFor(topic string, size int64, published int, e *eventSpan) func(error) {
+	tx := s.tx
+	to, _ := s.opt.Observer.(TraceObserver)
+	traceID := ""
+	if sc := e.span.SpanContext(); sc.IsSampled() && to != nil {
+		traceID = sc.TraceID().String()
+	}
 	return func(err error) {
 		e.end(err)
-		ack(err)
+		s.budget.Release(1, size)
+		tx.Ack(err)
+		switch {
+		case err != nil || topic == "":
+		case traceID != "":
+			to.PublishedTraced(topic, published, tx.commitTime, traceID)
+		default:
+			s.opt.Observer.Published(topic, published, tx.commitTime)
+		}
 	}
 }
 

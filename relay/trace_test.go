@@ -220,3 +220,46 @@ func TestUntracedRecordUnchanged(t *testing.T) {
 		t.Errorf("traceparent %q, Placed set %v; want the row's context forwarded, no Placed", h, sink.placed["e1"])
 	}
 }
+
+// traceObserver records the trace ids of PublishedTraced and counts
+// Published.
+type traceObserver struct {
+	nopObserver
+	mu        sync.Mutex
+	traced    []string
+	published int
+}
+
+func (o *traceObserver) Published(string, int, time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.published++
+}
+
+func (o *traceObserver) PublishedTraced(_ string, _ int, _ time.Time, traceID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.traced = append(o.traced, traceID)
+}
+
+// A traced, sampled record's publication reaches a TraceObserver with
+// its trace id (the commit-to-ack exemplar); an untraced one as before.
+func TestTracedPublicationCarriesTraceID(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background()) //nolint:errcheck
+	obs := &traceObserver{}
+	st := newFakeStream(50, tx(100, 140, tracedRow("e1"), outboxRow("e2", "order"))...)
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, &placingSink{})
+	opt.Tracing, opt.Observer = Tracing{Tracer: tp.Tracer("test")}, obs
+	stop := runAsync(t, opt)
+	waitUntil(t, "the transaction confirmed", func() bool { return st.confirmed() == 140 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.traced) != 1 || obs.traced[0] != parentTrace || obs.published != 1 {
+		t.Errorf("traced %v, published %d; want [%s] and 1", obs.traced, obs.published, parentTrace)
+	}
+}
