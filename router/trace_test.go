@@ -2,6 +2,9 @@ package router
 
 import "testing"
 
+// Regression (issue 29): a tracestate written by Java's Properties.store
+// ("vendor\=x") was forwarded with its escapes; Properties.load, which
+// Debezium reads the column with, takes them back ("vendor=x").
 func TestAppendUnescaped(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`vendor\=x`, "vendor=x"},
