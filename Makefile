@@ -2,12 +2,19 @@
 # Both install and start what they need (scripts/devenv); see README.md.
 GO ?= go
 
-.PHONY: demo test lint unit fuzz vulncheck build bench bench-relay soak soak-messages soak-eos bench-eos cutover shadow down image-test alerts-test
+.PHONY: demo test trace-test lint unit fuzz vulncheck build bench bench-relay soak soak-messages soak-eos bench-eos cutover shadow down image-test alerts-test
 demo:
 	scripts/demo
 
 test:
 	scripts/test
+
+# One trace from the request to the consumer against Jaeger v2 (scripts/jaeger
+# builds it once into the cache, about 12 minutes): examples/orders, the
+# relay and the consumer with tracing on, the traces read back through
+# Jaeger's query API (scripts/trace-test). Needs the bed: scripts/devenv up.
+trace-test:
+	scripts/trace-test
 
 # go vet and staticcheck (pinned in scripts/lint, installed once into
 # ~/.cache/outboxrelay); make test runs it first.

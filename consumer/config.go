@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Consumer. The zero value of every optional field
@@ -65,6 +66,18 @@ type Config struct {
 	// Logger receives one line per retry, dead letter and duplicate; nil
 	// discards.
 	Logger *slog.Logger
+
+	// TracerProvider, when set, records each handled message in a span
+	// "process <topic>" (OpenTelemetry, kind consumer) covering the
+	// dedup check, the handler, the commit and the offset commit; the
+	// handler's ctx holds it. Its parent is the context in the message's
+	// traceparent/tracestate headers (the relay's publish span), so the
+	// request that wrote the event, the relay and the consumer are one
+	// trace. nil: no spans.
+	TracerProvider trace.TracerProvider
+	// TraceLinked starts each message's span in a trace of its own,
+	// linked to the headers' context, instead of as its child.
+	TraceLinked bool
 }
 
 // tableName is a table name or schema.table of plain identifiers.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Message is one Kafka message with the event id read from its header.
@@ -55,7 +56,8 @@ type Consumer struct {
 	cfg                                        Config
 	db                                         DB
 	handle                                     Handler
-	dedup                                      string // the processed_events INSERT
+	dedup                                      string       // the processed_events INSERT
+	tracer                                     trace.Tracer // nil: no spans
 	applied, duplicates, deadLettered, retries atomic.Int64
 	spinEvery                                  time.Duration // watchSpin's interval: spinEvery, shorter in tests
 }
@@ -68,11 +70,15 @@ func New(cfg Config, db DB, h Handler) (*Consumer, error) {
 	if db == nil || h == nil {
 		return nil, errors.New("consumer: New needs a DB and a Handler")
 	}
-	return &Consumer{
+	c := &Consumer{
 		cfg: cfg, db: db, handle: h,
 		spinEvery: spinEvery,
 		dedup:     "INSERT INTO " + quoteTable(cfg.ProcessedTable) + " (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-	}, nil
+	}
+	if cfg.TracerProvider != nil {
+		c.tracer = cfg.TracerProvider.Tracer("github.com/outboxrelay/outboxrelay/consumer")
+	}
+	return c, nil
 }
 
 // Stats returns the counters so far.
@@ -208,7 +214,14 @@ func (c *Consumer) process(ctx context.Context, r *kafka.Reader, dlq *kafka.Writ
 	}
 	// The message in hand is finished even when ctx is cancelled: its
 	// transaction and its offset commit are not interrupted halfway.
-	work := context.WithoutCancel(ctx)
+	work, span := c.startSpan(context.WithoutCancel(ctx), m)
+	err := c.processIn(ctx, work, r, dlq, m, msgErr)
+	endSpan(span, err)
+	return err
+}
+
+// processIn is process's work, in the message's span (work holds it).
+func (c *Consumer) processIn(ctx, work context.Context, r *kafka.Reader, dlq *kafka.Writer, m Message, msgErr func(int, error) *MessageError) error {
 	if m.EventID == "" {
 		cause := fmt.Errorf("%w %q; the relay always sets it, so check Config.IDHeader and who wrote this message", ErrNoEventID, c.cfg.IDHeader)
 		if err := c.deadLetter(work, dlq, m, cause, 0); err != nil {
@@ -244,6 +257,7 @@ func (c *Consumer) applyWithRetries(ctx, work context.Context, dlq *kafka.Writer
 		}
 		c.retries.Add(1)
 		wait := c.cfg.backoff(attempt)
+		spanRetry(work, attempt, err)
 		c.cfg.Logger.Warn("consumer: handling failed, retrying", "consumer", c.cfg.Name, "topic", m.Topic,
 			"partition", m.Partition, "offset", m.Offset, "event_id", m.EventID, "attempt", attempt, "wait", wait, "err", err)
 		if err := sleep(ctx, wait); err != nil {
@@ -275,6 +289,7 @@ func (c *Consumer) apply(ctx context.Context, m Message) (bool, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return false, &stepError{"committing", err}
 	}
+	spanApplied(ctx, applied)
 	if applied {
 		c.applied.Add(1)
 	} else {

@@ -283,6 +283,11 @@ func TestExamples(t *testing.T) {
 	if got, want := testbed.RunExample(t, Example), "points 42, applied 1, duplicates 1\n"; got != want {
 		t.Errorf("Example printed %q, want %q", got, want)
 	}
+	want := "trace 4bf92f3577b34da6a3ce929d0e0e4736, parent 00f067aa0ba902b7, duplicate false\n" +
+		"trace 4bf92f3577b34da6a3ce929d0e0e4736, parent 00f067aa0ba902b7, duplicate true\n"
+	if got := testbed.RunExample(t, Example_tracing); got != want {
+		t.Errorf("Example_tracing printed %q, want %q", got, want)
+	}
 }
 
 // TestTopicCreatedAfterStart pins a bug: a consumer started before the

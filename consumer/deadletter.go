@@ -91,6 +91,7 @@ func (c *Consumer) deadLetter(ctx context.Context, w *kafka.Writer, m Message, c
 		time.Sleep(c.cfg.backoff(attempt))
 	}
 	c.deadLettered.Add(1)
+	spanDeadLettered(ctx, c.cfg.DeadLetterTopic, cause)
 	c.cfg.Logger.Warn("consumer: message sent to the dead-letter topic", "consumer", c.cfg.Name, "dlq", c.cfg.DeadLetterTopic,
 		"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "event_id", m.EventID, "err", cause)
 	return nil

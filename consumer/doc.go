@@ -82,4 +82,13 @@
 // processed_events grows by one row per event. DeleteProcessed removes old
 // rows; its doc says how old is safe (longer than the topic keeps
 // messages).
+//
+// # Tracing
+//
+// With Config.TracerProvider each message is handled in an OpenTelemetry
+// span, "process <topic>", that continues the trace in its traceparent
+// header (the relay's publish span; Config.TraceLinked links to it
+// instead), covering the dedup check, the handler, the commit and the
+// offset commit; a duplicate's span has outboxrelay.consumer.duplicate
+// true and says it was skipped (docs/tracing.md).
 package consumer

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/segmentio/kafka-go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/outboxrelay/outboxrelay/consumer"
 )
@@ -90,8 +92,8 @@ func Example() {
 }
 
 // publishTwice stands in for the relay: it creates the topic and sends one
-// event twice, with its id in the "id" header.
-func publishTwice(brokers, topic, payload string) {
+// event twice, with its id in the "id" header (and the extra headers).
+func publishTwice(brokers, topic, payload string, extra ...kafka.Header) {
 	conn, err := kafka.Dial("tcp", brokers)
 	if err != nil {
 		log.Fatal(err)
@@ -111,7 +113,7 @@ func publishTwice(brokers, topic, payload string) {
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(brokers), Topic: topic, Transport: &kafka.Transport{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	defer w.Close()
-	msg := kafka.Message{Key: []byte("o-1"), Value: []byte(payload), Headers: []kafka.Header{{Key: "id", Value: []byte("0190b1a8-4c1e-7000-8000-0000000000e1")}}}
+	msg := kafka.Message{Key: []byte("o-1"), Value: []byte(payload), Headers: append([]kafka.Header{{Key: "id", Value: []byte("0190b1a8-4c1e-7000-8000-0000000000e1")}}, extra...)}
 	for attempt := 0; ; attempt++ { // the new topic's leader may take a moment
 		err = w.WriteMessages(context.Background(), msg, msg)
 		if err == nil || attempt == 50 {
@@ -142,4 +144,72 @@ func ExampleConfig_Validate() {
 	// id header: id
 	// table: processed_events
 	// attempts: 5 backoff: 100ms to 5s
+}
+
+// The consumer continues the trace of the request that wrote the event:
+// with a TracerProvider each message is handled in a span whose parent is
+// the context in its traceparent header (the relay's publish span), and
+// the handler's ctx holds it. The duplicate's span says it was skipped.
+// (TestExamples runs this against the test bed.)
+func Example_tracing() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	for _, ddl := range []string{
+		`DROP SCHEMA IF EXISTS example_tracing CASCADE`,
+		`CREATE SCHEMA example_tracing`,
+		`CREATE TABLE example_tracing.processed_events (consumer text NOT NULL, event_id text NOT NULL,
+			processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id))`,
+	} {
+		if _, err := pool.Exec(ctx, ddl); err != nil {
+			log.Fatal(err)
+		}
+	}
+	brokers := os.Getenv("KAFKA_BROKERS")
+	topic := fmt.Sprintf("example-traced-%d", time.Now().UnixNano())
+	publishTwice(brokers, topic, `{"order_id":"o-1"}`,
+		kafka.Header{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")})
+
+	// In a service: the SDK's provider with an OTLP exporter. Here spans
+	// are kept in memory to print them.
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tp.Shutdown(ctx) //nolint:errcheck
+
+	runCtx, stop := context.WithCancel(ctx)
+	handled := 0
+	c, err := consumer.New(consumer.Config{
+		Name: topic, Brokers: []string{brokers}, Topics: []string{topic},
+		ProcessedTable: "example_tracing.processed_events",
+		TracerProvider: tp,
+		AfterCommit: func(consumer.Message, bool) {
+			if handled++; handled == 2 {
+				stop()
+			}
+		},
+	}, pool, func(ctx context.Context, tx pgx.Tx, m consumer.Message) error {
+		// ctx holds the message's span: spans started from it are its
+		// children.
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := c.Run(runCtx); err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range spans.GetSpans() {
+		dup := false
+		for _, a := range s.Attributes {
+			if a.Key == consumer.AttrDuplicate {
+				dup = a.Value.AsBool()
+			}
+		}
+		fmt.Printf("trace %s, parent %s, duplicate %v\n", s.SpanContext.TraceID(), s.Parent.SpanID(), dup)
+	}
+	_, _ = pool.Exec(ctx, `DROP SCHEMA example_tracing CASCADE`)
+	deleteExampleTopic(brokers, topic)
 }

@@ -78,7 +78,7 @@ func (e *Emitter) Prefix() string { return e.prefix }
 // the ids back, e.g. to log what was emitted for outboxrelay verify
 // --emitted.
 func (e *Emitter) Emit(ctx context.Context, tx PgxExecer, events ...Event) error {
-	return e.emit(events, func(stmt string, args []any) error {
+	return e.emit(ctx, events, func(stmt string, args []any) error {
 		_, err := tx.Exec(ctx, stmt, args...)
 		return err
 	})
@@ -86,15 +86,15 @@ func (e *Emitter) Emit(ctx context.Context, tx PgxExecer, events ...Event) error
 
 // EmitSQL is Emit for database/sql.
 func (e *Emitter) EmitSQL(ctx context.Context, tx SQLExecer, events ...Event) error {
-	return e.emit(events, func(stmt string, args []any) error {
+	return e.emit(ctx, events, func(stmt string, args []any) error {
 		_, err := tx.ExecContext(ctx, stmt, args...)
 		return err
 	})
 }
 
 // emit builds the statement and runs it with exec.
-func (e *Emitter) emit(events []Event, exec func(stmt string, args []any) error) error {
-	stmt, args, err := e.build(events)
+func (e *Emitter) emit(ctx context.Context, events []Event, exec func(stmt string, args []any) error) error {
+	stmt, args, err := e.build(ctx, events)
 	if err != nil || stmt == "" {
 		return err
 	}
@@ -105,15 +105,17 @@ func (e *Emitter) emit(events []Event, exec func(stmt string, args []any) error)
 }
 
 // build renders the statement: one pg_logical_emit_message per event,
-// over a VALUES list, which PostgreSQL scans in its order.
-func (e *Emitter) build(events []Event) (string, []any, error) {
+// over a VALUES list, which PostgreSQL scans in its order. Each content
+// gets ctx's span context as the span-context member.
+func (e *Emitter) build(ctx context.Context, events []Event) (string, []any, error) {
 	if len(events) == 0 {
 		return "", nil, nil
 	}
 	args := []any{e.prefix}
 	values := make([]string, len(events))
+	span := SpanContext(ctx, e.opts.SpanContextFormat)
 	for i := range events {
-		content, err := e.content(i, &events[i])
+		content, err := e.content(i, &events[i], span)
 		var ce *ColumnError
 		if errors.As(err, &ce) {
 			return "", nil, err
@@ -133,10 +135,12 @@ func (e *Emitter) build(events []Event) (string, []any, error) {
 // name that one of the Event's own fields fills (a *ColumnError); unlike
 // it, it cannot check the Columns' values against a column type, as there
 // is no table: they are marshalled to JSON as they are.
-func (e *Emitter) Content(ev *Event) ([]byte, error) { return e.content(0, ev) }
+func (e *Emitter) Content(ev *Event) ([]byte, error) { return e.content(0, ev, "") }
 
-// content is Content for the i-th event of a call.
-func (e *Emitter) content(i int, ev *Event) ([]byte, error) {
+// content is Content for the i-th event of a call, with span, when not
+// empty, as the span-context member (Options.SpanContextColumn) unless
+// Event.Columns sets it.
+func (e *Emitter) content(i int, ev *Event, span string) ([]byte, error) {
 	o := &e.opts
 	if ev.AggregateType == "" {
 		return nil, fmt.Errorf("AggregateType (%s) is empty: the event has no topic", o.RouteColumn)
@@ -183,6 +187,9 @@ func (e *Emitter) content(i int, ev *Event) ([]byte, error) {
 	member(o.RouteColumn, router.AppendJSONString(nil, ev.AggregateType))
 	member(o.KeyColumn, router.AppendJSONString(nil, ev.AggregateID))
 	member(o.PayloadColumn, payload)
+	if _, set := ev.Columns[o.SpanContextColumn]; span != "" && !set {
+		member(o.SpanContextColumn, router.AppendJSONString(nil, span))
+	}
 	for _, name := range sortedKeys(ev.Columns) {
 		v, err := json.Marshal(ev.Columns[name])
 		if err != nil {

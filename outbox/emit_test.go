@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -24,7 +25,7 @@ func TestEmitterContent(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("content\n%s\nwant\n%s", got, want)
 	}
-	stmt, args, err := e.build([]Event{ev, {AggregateType: "orders", AggregateID: "k", Payload: map[string]int{"b": 2}}})
+	stmt, args, err := e.build(context.Background(), []Event{ev, {AggregateType: "orders", AggregateID: "k", Payload: map[string]int{"b": 2}}})
 	if err != nil || len(args) != 3 || !strings.Contains(stmt, "(VALUES ($2::text), ($3::text))") {
 		t.Errorf("build: %s %d args, err %v", stmt, len(args), err)
 	}
@@ -35,7 +36,7 @@ func TestEmitterContent(t *testing.T) {
 		"no payload":       {AggregateType: "orders", AggregateID: "k"},
 		"payload not JSON": {AggregateType: "orders", AggregateID: "k", Payload: []byte("{")},
 	} {
-		if _, _, err := e.build([]Event{bad}); err == nil {
+		if _, _, err := e.build(context.Background(), []Event{bad}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -54,7 +55,7 @@ func TestEmitterRefusesWhatTheWriterRefuses(t *testing.T) {
 	}
 	for _, name := range []string{"id", "aggregatetype", "aggregateid", "payload"} {
 		ev := Event{ID: "e-1", AggregateType: "orders", AggregateID: "k", Payload: 1, Columns: map[string]any{name: "2"}}
-		_, _, err := e.build([]Event{{AggregateType: "orders", AggregateID: "k", Payload: 1}, ev})
+		_, _, err := e.build(context.Background(), []Event{{AggregateType: "orders", AggregateID: "k", Payload: 1}, ev})
 		var ce *ColumnError
 		if !errors.As(err, &ce) || ce.Column != name || ce.Event != 1 || ce.EventID != "e-1" || !strings.Contains(err.Error(), "already filled") {
 			t.Errorf("Columns[%q]: err %v, want a *ColumnError for event 1 on that column", name, err)

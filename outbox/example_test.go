@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxrelay/outboxrelay/outbox"
 )
@@ -134,4 +135,20 @@ func ExampleEmitter() {
 		log.Fatal(err)
 	}
 	fmt.Println(change)
+}
+
+// The span context a Write puts in the span-context column: the relay
+// continues the trace from it (docs/tracing.md). Here the context holds a
+// span context built by hand; in a service it is the request's span
+// (an OpenTelemetry SDK's tracer.Start).
+func ExampleSpanContext() {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	fmt.Printf("%q\n", outbox.SpanContext(ctx, outbox.SpanContextProperties))
+	fmt.Printf("%q\n", outbox.SpanContext(ctx, outbox.SpanContextW3C))
+	// Output:
+	// "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n"
+	// "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 }

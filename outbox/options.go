@@ -41,6 +41,17 @@ type Options struct {
 	// name, which would stop the relay at the row.
 	TopicRegex       string
 	TopicReplacement string
+	// SpanContextColumn is tracing.span.context.field, default
+	// "tracingspancontext": when the table has this column and the write's
+	// context holds a span (OpenTelemetry's trace.SpanContextFromContext),
+	// Write fills it with the span's context, which the relay continues
+	// (docs/tracing.md). A table without the column is written without.
+	SpanContextColumn string
+	// SpanContextFormat is how the column holds the context:
+	// SpanContextProperties (the default: Java properties text, which
+	// Debezium's tracing reads too) or SpanContextW3C (the bare
+	// traceparent, without tracestate).
+	SpanContextFormat SpanContextFormat
 
 	// Alias is the EventRouter's alias in transforms, for error messages;
 	// "outbox" when empty.
@@ -66,13 +77,14 @@ func (o *Options) routerConfig() router.Config {
 		alias = "outbox"
 	}
 	return router.Config{
-		Alias:                 alias,
-		EventIDField:          o.IDColumn,
-		EventKeyField:         o.KeyColumn,
-		PayloadField:          o.PayloadColumn,
-		RouteByField:          o.RouteColumn,
-		RouteTopicRegex:       o.TopicRegex,
-		RouteTopicReplacement: o.TopicReplacement,
+		Alias:                   alias,
+		EventIDField:            o.IDColumn,
+		EventKeyField:           o.KeyColumn,
+		PayloadField:            o.PayloadColumn,
+		RouteByField:            o.RouteColumn,
+		RouteTopicRegex:         o.TopicRegex,
+		RouteTopicReplacement:   o.TopicReplacement,
+		TracingSpanContextField: o.SpanContextColumn,
 	}
 }
 
@@ -86,6 +98,10 @@ func (o *Options) Validate() error {
 	o.Alias = cfg.Alias
 	o.IDColumn, o.KeyColumn, o.PayloadColumn = cfg.EventIDField, cfg.EventKeyField, cfg.PayloadField
 	o.RouteColumn, o.TopicRegex, o.TopicReplacement = cfg.RouteByField, cfg.RouteTopicRegex, cfg.RouteTopicReplacement
+	o.SpanContextColumn = cfg.TracingSpanContextField
+	if o.SpanContextFormat != SpanContextProperties && o.SpanContextFormat != SpanContextW3C {
+		return fmt.Errorf("outbox options: SpanContextFormat %d is neither SpanContextProperties nor SpanContextW3C", o.SpanContextFormat)
+	}
 	o.Table = strings.TrimSpace(o.Table)
 	if o.Table == "" {
 		o.Table = "public.outbox"
@@ -155,7 +171,9 @@ func ParseOptions(data []byte, source string) (Options, error) {
 		TopicRegex:       rc.RouteTopicRegex,
 		TopicReplacement: rc.RouteTopicReplacement,
 		Alias:            rc.Alias,
-		MessagePrefix:    prefix,
+
+		SpanContextColumn: rc.TracingSpanContextField,
+		MessagePrefix:     prefix,
 
 		MessagePrefixIncludeList: include,
 		MessagePrefixExcludeList: exclude,

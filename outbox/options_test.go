@@ -15,11 +15,11 @@ func TestParseOptions(t *testing.T) {
 	}{
 		{"../testdata/connector.json", outbox.Options{
 			Table: "public.outbox", IDColumn: "message_id", KeyColumn: "aggregate_id", RouteColumn: "aggregate_type",
-			PayloadColumn: "payload", TopicRegex: "(?<routedByValue>.*)", TopicReplacement: "${routedByValue}", Alias: "outbox",
+			PayloadColumn: "payload", TopicRegex: "(?<routedByValue>.*)", TopicReplacement: "${routedByValue}", Alias: "outbox", SpanContextColumn: "tracingspancontext",
 		}},
 		{"../testdata/article/connector.json", outbox.Options{
 			Table: "public.events_outbox", IDColumn: "id", KeyColumn: "aggregate_id", RouteColumn: "type",
-			PayloadColumn: "payload", TopicRegex: `(?<routedByValue>[^.]+)(\..*)?`, TopicReplacement: "${routedByValue}", Alias: "outbox",
+			PayloadColumn: "payload", TopicRegex: `(?<routedByValue>[^.]+)(\..*)?`, TopicReplacement: "${routedByValue}", Alias: "outbox", SpanContextColumn: "tracingspancontext",
 		}},
 	}
 	for _, tt := range tests {
@@ -68,7 +68,7 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := outbox.Options{Table: "public.outbox", IDColumn: "id", KeyColumn: "aggregateid", RouteColumn: "aggregatetype",
-		PayloadColumn: "payload", TopicRegex: "(?<routedByValue>.*)", TopicReplacement: "outbox.event.${routedByValue}", Alias: "outbox"}
+		PayloadColumn: "payload", TopicRegex: "(?<routedByValue>.*)", TopicReplacement: "outbox.event.${routedByValue}", Alias: "outbox", SpanContextColumn: "tracingspancontext"}
 	if o != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v (the router's defaults)", o, want)
 	}

@@ -112,7 +112,7 @@ type SQLExecer interface {
 // one is a *ColumnError and nothing is sent, so the transaction stays
 // usable.
 func (w *Writer) Write(ctx context.Context, tx PgxExecer, events ...Event) error {
-	stmt, args, err := w.build(events)
+	stmt, args, err := w.build(ctx, events)
 	if err != nil || stmt == "" {
 		return err
 	}
@@ -124,7 +124,7 @@ func (w *Writer) Write(ctx context.Context, tx PgxExecer, events ...Event) error
 
 // WriteSQL is Write for database/sql.
 func (w *Writer) WriteSQL(ctx context.Context, tx SQLExecer, events ...Event) error {
-	stmt, args, err := w.build(events)
+	stmt, args, err := w.build(ctx, events)
 	if err != nil || stmt == "" {
 		return err
 	}
@@ -141,17 +141,22 @@ type cell struct {
 }
 
 // build checks the events and renders one INSERT for them. Columns an
-// event leaves out get DEFAULT; a column no event fills is left out.
-func (w *Writer) build(events []Event) (string, []any, error) {
+// event leaves out get DEFAULT; a column no event fills is left out. The
+// span-context column gets ctx's span context (Options.SpanContextColumn).
+func (w *Writer) build(ctx context.Context, events []Event) (string, []any, error) {
 	if len(events) == 0 {
 		return "", nil, nil
 	}
 	rows := make([]map[string]*cell, len(events))
 	used := map[string]bool{}
+	span := w.spanCell(ctx)
 	for i := range events {
 		row, err := w.row(i, &events[i])
 		if err != nil {
 			return "", nil, err
+		}
+		if span != nil && row[w.opts.SpanContextColumn] == nil {
+			row[w.opts.SpanContextColumn] = span
 		}
 		rows[i] = row
 		for name := range row {
@@ -197,6 +202,20 @@ func (w *Writer) build(events []Event) (string, []any, error) {
 		b.WriteByte(')')
 	}
 	return b.String(), args, nil
+}
+
+// spanCell is the span-context column's cell for ctx: nil when the table
+// has no such column (or a generated one) or ctx holds no span.
+func (w *Writer) spanCell(ctx context.Context) *cell {
+	c, ok := w.cols[w.opts.SpanContextColumn]
+	if !ok || c.generated {
+		return nil
+	}
+	text := SpanContext(ctx, w.opts.SpanContextFormat)
+	if text == "" {
+		return nil
+	}
+	return textCell(c, text)
 }
 
 // row checks one event and returns its cells by column name.

@@ -32,6 +32,14 @@ type Observer interface {
 	State(state capture.State)
 }
 
+// TraceObserver is an Observer that also takes the trace of a traced
+// record (Options.Tracing): for a sampled one, Published is called as
+// PublishedTraced with the trace id instead, so that the commit-to-ack
+// time can carry it as an exemplar.
+type TraceObserver interface {
+	PublishedTraced(topic string, bytes int, commitTime time.Time, traceID string)
+}
+
 // nopObserver is the Observer of Options without one.
 type nopObserver struct{}
 

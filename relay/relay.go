@@ -56,6 +56,9 @@ type Options struct {
 	// RecordEvery (default 1 s) is how often the confirmed position is
 	// handed to Delivery.Record while it moves.
 	RecordEvery time.Duration
+	// Tracing records the spans of traced events (relay/trace.go); its
+	// zero value records none.
+	Tracing Tracing
 }
 
 // DefaultMaxInFlightRecords is Options.MaxInFlightRecords's default.

@@ -55,12 +55,22 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 // send hands one record to the delivery, counted in the transaction before it
 // goes, so that its acknowledgement can never come first.
 func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record) error {
+	var sp *eventSpan // nil unless tracing records the event (relay/trace.go)
+	if s.opt.Tracing.Tracer != nil {
+		sp = s.traced(ev, rec)
+	}
 	size := recordBytes(rec)
 	if err := s.acquire(ctx, 1, size); err != nil {
+		sp.end(err)
 		return err
 	}
 	s.tx.Add(1)
-	ack := s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value))
+	var ack func(error)
+	if sp != nil {
+		ack = s.tracedAckerFor(rec.Topic, size, len(rec.Key)+len(rec.Value), sp)
+	} else {
+		ack = s.ackerFor(rec.Topic, size, len(rec.Key)+len(rec.Value))
+	}
 	err := s.opt.Delivery.Send(ctx, rec, ack)
 	if err == nil {
 		return nil
@@ -69,10 +79,13 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 	if errors.Is(err, ErrRecordRejected) && s.opt.Poison != nil {
 		// The record's share of the budget and of the transaction now
 		// waits for the poison policy's ack instead.
-		if err = s.deadLetter(ctx, ev, rec, err, size); err == nil {
+		cause := err
+		if err = s.deadLetter(ctx, ev, rec, cause, size); err == nil {
+			sp.deadLettered(cause)
 			return nil
 		}
 	}
+	sp.end(err)
 	s.budget.Release(1, size) // the delivery did not take it: its ack will never come
 	return err
 }

@@ -135,6 +135,15 @@ type Config struct {
 	// "tracingspancontext": an optional column with a serialized span
 	// context, forwarded as W3C traceparent/tracestate headers.
 	TracingSpanContextField string
+	// TracingOperationName is tracing.operation.name, default
+	// "debezium-read": the name of the relay's publish span of an event
+	// (package relay, Tracing), as Debezium names its processing span.
+	TracingOperationName string
+	// TraceEventsWithoutContext is tracing.with.context.field.only=false:
+	// an event whose row holds no span context still gets the relay's
+	// spans, as the root of a trace of its own. The EventRouter's default
+	// (the key unset) traces only events with a context.
+	TraceEventsWithoutContext bool
 
 	KeyConverter   Converter // key.converter (+ key.converter.schemas.enable)
 	ValueConverter Converter // value.converter (+ value.converter.schemas.enable)
@@ -274,6 +283,7 @@ func (c *Config) declaredOptions() []option {
 		{&c.RouteTopicReplacement, aliasKey(optRouteReplacement)},
 		{&c.OpInvalidBehavior, aliasKey(optOpInvalid)},
 		{&c.TracingSpanContextField, aliasKey(optTracingField)},
+		{&c.TracingOperationName, aliasKey(optTracingOperation)},
 		{&c.DecimalHandlingMode, "decimal.handling.mode"},
 	}
 }
@@ -416,8 +426,10 @@ func ParseConfig(m map[string]string) (Config, []string, error) {
 			return cfg, nil, &ConfigError{Key: k, Reason: "predicates are not supported; filter rows in the publication or remove the predicate"}
 		case opt == "debezium.op.invalid.behavior" || opt == "table.field.event.payload.id":
 			warnings = append(warnings, fmt.Sprintf("%s: removed from Debezium, ignored", k))
-		case opt == optTracingOperation || opt == optTracingContextOnly:
-			warnings = append(warnings, fmt.Sprintf("%s: ignored; outboxrelay forwards the row's span context and starts no span of its own", k))
+		case opt == optTracingContextOnly:
+			var only bool
+			err = readBool(keys, aliasKey(optTracingContextOnly), &only)
+			cfg.TraceEventsWithoutContext = !only
 		case opt == optSchemaVersion:
 			warnings = append(warnings, fmt.Sprintf("%s: not supported, ignored; JsonConverter schemas carry no version", k))
 		default:
@@ -487,6 +499,8 @@ func (c *Config) stringOption(opt string) *string {
 		return &c.OpInvalidBehavior
 	case optTracingField:
 		return &c.TracingSpanContextField
+	case optTracingOperation:
+		return &c.TracingOperationName
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func TestParseConfigFixture(t *testing.T) {
 		PayloadField: "payload", AdditionalPlacement: "event_type:header:eventType", AdditionalMissing: "error",
 		ExpandJSONPayload: true, JSONPayloadNullBehavior: "ignore", JSONPayloadEmptyArrayBehavior: "ignore", RouteByField: "aggregate_type",
 		RouteTopicRegex: "(?<routedByValue>.*)", RouteTopicReplacement: "${routedByValue}", OpInvalidBehavior: "warn",
-		TracingSpanContextField: "tracingspancontext", KeyConverter: ConverterString, ValueConverter: ConverterJSON,
+		TracingSpanContextField: "tracingspancontext", TracingOperationName: "debezium-read", KeyConverter: ConverterString, ValueConverter: ConverterJSON,
 		DecimalHandlingMode: "string", TopicPrefix: "order_db",
 		placements: []placement{{column: "event_type", kind: placeHeader, alias: "eventType"}},
 	}
@@ -51,6 +51,7 @@ func TestConfigDefaults(t *testing.T) {
 		"route.topic.replacement":          {c.RouteTopicReplacement, "outbox.event.${routedByValue}"},
 		"table.op.invalid.behavior":        {c.OpInvalidBehavior, "warn"},
 		"tracing.span.context.field":       {c.TracingSpanContextField, "tracingspancontext"},
+		"tracing.operation.name":           {c.TracingOperationName, "debezium-read"},
 	}
 	for key, v := range checks {
 		if v[0] != v[1] {
@@ -122,7 +123,6 @@ func TestParseConfigWarnings(t *testing.T) {
 		"transforms.outbox.table.field.event.payload.id":     "x",
 		"transforms.outbox.no.such.option":                   "1",
 		"transforms.unlisted.type":                           "x",
-		"transforms.outbox.tracing.operation.name":           "op",
 		"transforms.outbox.table.field.event.schema.version": "v",
 		"key.converter.schemas.enable":                       "true",
 		"database.hostname":                                  "db.example", // another component's key: no warning
@@ -135,7 +135,6 @@ func TestParseConfigWarnings(t *testing.T) {
 		"transforms.outbox.no.such.option: unknown EventRouter option",
 		"transforms.outbox.table.field.event.payload.id: removed",
 		"transforms.outbox.table.field.event.schema.version: not supported",
-		"transforms.outbox.tracing.operation.name: ignored",
 		"transforms.unlisted.type: ignored",
 		"key.converter.schemas.enable is ignored",
 	}
@@ -187,5 +186,32 @@ func TestParseConfigOptions(t *testing.T) {
 				t.Errorf("unexpected config %+v", cfg)
 			}
 		})
+	}
+}
+
+func TestParseConfigTracing(t *testing.T) {
+	for _, tc := range []struct {
+		only    string // tracing.with.context.field.only; "" unset
+		without bool
+	}{{"", false}, {"true", false}, {"false", true}, {" FALSE ", true}} {
+		over := map[string]string{"transforms.outbox.tracing.operation.name": "outbox-publish"}
+		if tc.only != "" {
+			over["transforms.outbox.tracing.with.context.field.only"] = tc.only
+		}
+		c, warnings, err := ParseConfig(withOverrides(connectorConfig(t), over))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(warnings) != 0 {
+			t.Errorf("only=%q: warnings %q", tc.only, warnings)
+		}
+		if c.TracingOperationName != "outbox-publish" || c.TraceEventsWithoutContext != tc.without {
+			t.Errorf("only=%q: operation %q, without context %v; want outbox-publish, %v", tc.only, c.TracingOperationName, c.TraceEventsWithoutContext, tc.without)
+		}
+	}
+	_, _, err := ParseConfig(withOverrides(connectorConfig(t), map[string]string{"transforms.outbox.tracing.with.context.field.only": "yes"}))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != "transforms.outbox.tracing.with.context.field.only" {
+		t.Errorf("only=yes: %v, want a ConfigError naming the key", err)
 	}
 }

@@ -26,4 +26,10 @@ type Record struct {
 	// EventID is the text of the event-id column, for logs, errors and the
 	// dead-letter topic. Unlike Key and Value it is an ordinary string.
 	EventID string
+	// Placed, when set, is called by the delivery with the partition and
+	// offset Kafka wrote the record at (offset -1 when its answer did not
+	// say: a retried batch the broker had already written), on the
+	// goroutine that learns the acknowledgement, just before the ack. The
+	// relay sets it on the records of the events it traces.
+	Placed func(partition int, offset int64)
 }

@@ -377,7 +377,10 @@ func (r *Router) appendTraceHeaders(ev *Event, eid string) {
 	value, _ := r.arena(append(r.buf, parent...), nil)
 	r.headers = append(r.headers, Header{Key: "traceparent", Value: value})
 	if len(state) > 0 {
-		value, _ = r.arena(append(r.buf, state...), nil)
+		// Java's Properties.store escapes '=' and ':' of a value
+		// ("rojo\=00f0…"); Properties.load, which Debezium reads it with,
+		// takes them back.
+		value, _ = r.arena(appendUnescaped(r.buf, state), nil)
 		r.headers = append(r.headers, Header{Key: "tracestate", Value: value})
 	}
 }

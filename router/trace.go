@@ -1,6 +1,9 @@
 package router
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // spanContext extracts the W3C trace context from the
 // tracing.span.context.field column. Debezium's tracing writes that column
@@ -69,4 +72,59 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// appendUnescaped appends a java.util.Properties value with its escapes
+// taken back as Properties.load does: \t \n \r \f, \uXXXX, and a
+// backslash before any other character is that character. A malformed
+// \u escape is kept as written (Java refuses the whole file).
+func appendUnescaped(dst, v []byte) []byte {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c != '\\' || i+1 == len(v) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch c = v[i]; c {
+		case 't':
+			dst = append(dst, '\t')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			if r, ok := hex4(v[i+1:]); ok {
+				dst = utf8.AppendRune(dst, r)
+				i += 4
+			} else {
+				dst = append(dst, '\\', 'u')
+			}
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

@@ -206,9 +206,10 @@ func (w *partitionWorker) takeLocked(limit int) []*pending {
 // refusing it, its epoch refused) says nothing of the records: the whole
 // batch fails with it, once, instead of once per record.
 func (w *partitionWorker) deliver(batch []*pending) {
-	err := w.produceRetrying(batch)
+	base, err := w.produceRetrying(batch)
 	if err == nil || errors.Is(err, ErrClosed) || len(batch) == 1 || producerFailure(err) {
-		for _, pe := range batch {
+		for i, pe := range batch {
+			w.placed(pe, base, i, err)
 			w.p.ack(pe, err)
 		}
 		return
@@ -216,16 +217,30 @@ func (w *partitionWorker) deliver(batch []*pending) {
 	w.p.log.Warn("batch refused; resending its records one by one to find the refused ones",
 		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "error", err)
 	for _, pe := range batch {
-		w.p.ack(pe, w.produceRetrying([]*pending{pe}))
+		base, err := w.produceRetrying([]*pending{pe})
+		w.placed(pe, base, 0, err)
+		w.p.ack(pe, err)
 	}
+}
+
+// placed tells pe's Placed, when it asks, where Kafka wrote it: the i-th
+// record of a batch written at base (-1: the answer did not say).
+func (w *partitionWorker) placed(pe *pending, base int64, i int, err error) {
+	if pe.Placed == nil || err != nil {
+		return
+	}
+	if base >= 0 {
+		base += int64(i)
+	}
+	pe.Placed(w.key.partition, base)
 }
 
 // produceRetrying sends batch, retrying transient failures with capped
 // exponential backoff until it succeeds, fails for good, or the producer
 // closes (ErrClosed). Nothing else of the partition is sent meanwhile: that
 // is what keeps per-key order across retries and outages.
-func (w *partitionWorker) produceRetrying(batch []*pending) error {
-	err := w.sendRetrying(batch)
+func (w *partitionWorker) produceRetrying(batch []*pending) (int64, error) {
+	base, err := w.sendRetrying(batch)
 	if err != nil && !errors.Is(err, ErrClosed) && w.p.idem != nil {
 		// An attempt of the failed batch may be written under its
 		// sequence, and the next batch would reuse it: a broker takes
@@ -233,14 +248,14 @@ func (w *partitionWorker) produceRetrying(batch []*pending) error {
 		// starts the partition's sequence afresh.
 		w.p.idem.bump(w.epoch)
 	}
-	return err
+	return base, err
 }
 
 // sendRetrying is produceRetrying's loop. The batch is encoded once and
 // every retry resends the same bytes, so with enable.idempotence the broker
 // keeps one copy whatever answers were lost; only when the broker lost or
 // refused the partition's sequence is it stamped again, with a new epoch.
-func (w *partitionWorker) sendRetrying(batch []*pending) error {
+func (w *partitionWorker) sendRetrying(batch []*pending) (int64, error) {
 	rl := retryLog{log: w.p.log, what: "produce", attrs: []any{
 		"topic", w.key.topic, "partition", w.key.partition, "records", len(batch), "first_event_id", batch[0].EventID,
 	}}
@@ -248,20 +263,21 @@ func (w *partitionWorker) sendRetrying(batch []*pending) error {
 	bumps := 0     // epoch bumps for this batch (sequence lost)
 	for {
 		var err error
+		base := int64(-1)
 		if enc == nil {
 			enc, err = w.encode(batch)
 		}
 		if err == nil {
-			err = w.produce(enc)
+			base, err = w.produce(enc)
 		}
 		if err == nil {
 			w.seq = kafkabatch.IncrementSequence(w.seq, int32(len(batch)))
 			rl.recovered()
 			w.p.observeProduced(batch)
-			return nil
+			return base, nil
 		}
 		if w.p.ctx.Err() != nil {
-			return ErrClosed
+			return -1, ErrClosed
 		}
 		fail := false
 		if w.p.idem != nil && enc != nil {
@@ -273,13 +289,13 @@ func (w *partitionWorker) sendRetrying(batch []*pending) error {
 		}
 		if fail || !retryable(err) {
 			w.p.observeFailed(err, false)
-			return err
+			return -1, err
 		}
 		w.p.observeFailed(err, true)
 		if unknownPartition(err) && rl.attempt >= 2 {
 			if gone := w.partitionGone(); gone != nil {
 				w.p.observeFailed(gone, false)
-				return gone
+				return -1, gone
 			}
 		}
 		if staleLeader(err) {
@@ -288,7 +304,7 @@ func (w *partitionWorker) sendRetrying(batch []*pending) error {
 		wait := w.p.backoff(rl.attempt + 1)
 		rl.failed(err, wait)
 		if !w.p.sleep(wait) {
-			return ErrClosed
+			return -1, ErrClosed
 		}
 	}
 }
@@ -345,21 +361,21 @@ func (w *partitionWorker) encode(batch []*pending) ([]byte, error) {
 // produce sends one encoded batch, bounded by request.timeout.ms. An
 // idempotent batch answered DUPLICATE_SEQUENCE_NUMBER is written: an
 // earlier attempt whose answer was lost wrote it.
-func (w *partitionWorker) produce(enc []byte) error {
+func (w *partitionWorker) produce(enc []byte) (int64, error) {
 	ctx, cancel := context.WithTimeout(w.p.ctx, w.p.cfg.RequestTimeout)
 	defer cancel()
-	err := w.p.produceRaw(ctx, w.key, enc)
+	base, err := w.p.produceRaw(ctx, w.key, enc)
 	if w.p.idem == nil {
-		return err
+		return base, err
 	}
 	if errors.Is(err, kafka.DuplicateSequenceNumber) {
-		return nil
+		return -1, nil
 	}
 	err = refusedIdempotence(err)
 	if errors.Is(err, ErrIdempotenceRefused) {
 		w.p.idem.refuse(err)
 	}
-	return err
+	return base, err
 }
 
 // maxBumpsPerBatch: how often one batch may bump the epoch after its

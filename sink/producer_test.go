@@ -420,3 +420,42 @@ func TestSendBlocksWhenBufferFull(t *testing.T) {
 	down.Store(false)
 	flush(t, p, 10*time.Second)
 }
+
+// Placed tells each record where Kafka wrote it, before its ack, on the
+// acknowledging goroutine: the offsets read back from the topic.
+func TestPlacedReportsPartitionAndOffset(t *testing.T) {
+	_, addr := newCluster(t, kfake.SeedTopics(2, "orders"))
+	p := newTestProducer(t, fastConfig(addr))
+	type place struct {
+		partition int
+		offset    int64
+		beforeAck bool
+	}
+	places := make([]place, 6)
+	acked := make([]atomic.Bool, 6)
+	done := make(chan error, 6)
+	for i := range places {
+		rec := router.Record{Topic: "orders", Partition: i % 2, Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v"), EventID: fmt.Sprintf("ev-%d", i)}
+		rec.Placed = func(partition int, offset int64) {
+			places[i] = place{partition, offset, !acked[i].Load()}
+		}
+		if err := p.Send(context.Background(), rec, func(err error) { acked[i].Store(true); done <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range places {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := readTopic(t, []string{addr}, "orders")
+	for i, pl := range places {
+		if !pl.beforeAck || pl.partition != i%2 {
+			t.Fatalf("record %d placed %+v, want partition %d before its ack", i, pl, i%2)
+		}
+		m := got[pl.partition][i/2]
+		if string(m.Key) != fmt.Sprintf("k%d", i) || m.Offset != pl.offset {
+			t.Errorf("record %d placed at %d/%d, but that offset holds key %q (offset %d)", i, pl.partition, pl.offset, m.Key, m.Offset)
+		}
+	}
+}

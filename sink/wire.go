@@ -27,7 +27,8 @@ import (
 
 // produceRaw is the at-least-once producer's one way onto the wire: it
 // sends batch, one record batch as kafkabatch.Encode writes it, to tp's
-// leader with acks=all, and returns nil once the broker wrote it. The error
+// leader with acks=all, and returns the offset the broker wrote it at
+// once it did. The error
 // is the request's (network, timeout, no leader known) or the partition's
 // answer, a kafka.Error such as NOT_LEADER_OR_FOLLOWER,
 // so retryable, staleLeader and unknownPartition decide on it as before.
@@ -45,20 +46,20 @@ import (
 // whole, or the connection dropped, before it does); the caller reuses it
 // for a retry (the same bytes, so an idempotent batch keeps its sequence),
 // and its memory for the next batch once every attempt ended.
-func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []byte) error {
+func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []byte) (int64, error) {
 	c := p.wire.get(tp)
 	if c.pc != nil && time.Since(c.used) > p.wire.idleTimeout() {
 		c.drop() // the broker may have closed it (connections.max.idle.ms)
 	}
 	if c.pc == nil {
 		if err := p.connectLeader(ctx, tp, c); err != nil {
-			return fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
+			return -1, fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
 		}
 	}
 	res, err := c.produce(ctx, tp, batch)
 	if err != nil {
 		c.drop()
-		return fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
+		return -1, fmt.Errorf("sink: producing to %s/%d: %w", tp.topic, tp.partition, err)
 	}
 	err = kafkabatch.PartitionAnswer(res, tp.topic, tp.partition)
 	if err != nil && !errors.Is(err, kafka.DuplicateSequenceNumber) {
@@ -72,7 +73,10 @@ func (p *Producer) produceRaw(ctx context.Context, tp topicPartition, batch []by
 			p.refreshMetadata()
 		}
 	}
-	return err
+	if err != nil {
+		return -1, err
+	}
+	return kafkabatch.BaseOffset(res, tp.topic, tp.partition), nil
 }
 
 // wireConns holds each partition's leaderConn. Its lock guards only the

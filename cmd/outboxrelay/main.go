@@ -25,9 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/internal/setup"
+	"github.com/outboxrelay/outboxrelay/internal/tracing"
 	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/postgres"
 	"github.com/outboxrelay/outboxrelay/relay"
@@ -183,6 +186,13 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 		waits = append(waits, goWait(func() { j.Run(bg) }))
 	}
 
+	tp, err := startTracing(ctx, set, &opt, log)
+	if err != nil {
+		return usageError{err}
+	}
+	// After relay.Run: its orderly stop flushed, so every span ended.
+	defer tracing.Shutdown(tp, 5*time.Second, log)
+
 	log.Info("starting", "connector", cfg.Name, "version", version())
 	err = relay.Run(ctx, opt)
 	if err != nil {
@@ -191,6 +201,30 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startTracing builds the tracer provider the OTEL_* environment asks for
+// (internal/tracing) and gives the relay its tracer, with the EventRouter's
+// tracing options; nil when tracing is off.
+func startTracing(ctx context.Context, set *setup.Setup, opt *relay.Options, log *slog.Logger) (*tracing.Provider, error) {
+	ts, err := tracing.Read(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := tracing.New(ctx, ts, tracing.DefaultServiceName, version())
+	if tp == nil || err != nil {
+		if err == nil {
+			log.Debug("tracing off", "why", ts.Off)
+		}
+		return nil, err
+	}
+	otel.SetErrorHandler(tracing.ErrorHandler{Log: log}) // the SDK reports export errors only there
+	rc := set.Router.Config()
+	opt.Tracing = relay.Tracing{Tracer: tp.Tracer("github.com/outboxrelay/outboxrelay/relay"),
+		Operation: rc.TracingOperationName, WithoutContext: rc.TraceEventsWithoutContext}
+	log.Info("tracing on: spans exported over OTLP", "protocol", ts.Exporter, "operation", rc.TracingOperationName,
+		"with.context.field.only", !rc.TraceEventsWithoutContext)
+	return tp, nil
 }
 
 // janitor is the clean-up janitor of the capture mode, nil when

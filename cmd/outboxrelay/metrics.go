@@ -155,6 +155,22 @@ func (m *metrics) Published(topic string, bytes int, commitTime time.Time) {
 	}
 }
 
+// PublishedTraced implements relay.TraceObserver: Published, the
+// commit-to-ack time with the record's trace id as its exemplar (shown in
+// the OpenMetrics exposition, which /metrics serves to a scraper that asks
+// for it).
+func (m *metrics) PublishedTraced(topic string, bytes int, commitTime time.Time, traceID string) {
+	if commitTime.IsZero() {
+		m.Published(topic, bytes, commitTime)
+		return
+	}
+	tc := m.topic(topic)
+	tc.events.Inc()
+	tc.bytes.Add(float64(bytes))
+	m.events.Add(1)
+	m.commitToAck.(prometheus.ExemplarObserver).ObserveWithExemplar(time.Since(commitTime).Seconds(), prometheus.Labels{"trace_id": traceID})
+}
+
 // topic returns the topic's counters, creating them on first use only.
 func (m *metrics) topic(topic string) *topicCounters {
 	if v, ok := m.topics.Load(topic); ok {

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outboxrelay/outboxrelay/capture"
@@ -124,5 +129,28 @@ func TestPublishedDoesNotAllocate(t *testing.T) {
 	m.Published("orders", 1, commit)
 	if n := testing.AllocsPerRun(1000, func() { m.Published("orders", 100, commit) }); n != 0 {
 		t.Errorf("Published allocates %v times per call, want 0", n)
+	}
+}
+
+// A traced publication's commit-to-ack observation carries its trace id
+// as an exemplar, and /metrics shows it in the OpenMetrics exposition.
+func TestCommitToAckExemplar(t *testing.T) {
+	m := newMetrics(newStatus(), func() (int, int64) { return 0, 0 })
+	m.PublishedTraced("orders", 10, time.Now().Add(-20*time.Millisecond), "4bf92f3577b34da6a3ce929d0e0e4736")
+	srv := httptest.NewServer(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if !regexp.MustCompile(`outboxrelay_commit_to_ack_seconds_bucket\{le="0\.04"\} 1 # \{trace_id="4bf92f3577b34da6a3ce929d0e0e4736"\} 0\.0\d+`).Match(body) {
+		t.Errorf("no exemplar with the trace id on the 40 ms bucket:\n%s", grepLines(string(body), "outboxrelay_commit_to_ack"))
+	}
+	if m.events.Load() != 1 {
+		t.Errorf("events %d, want 1", m.events.Load())
 	}
 }

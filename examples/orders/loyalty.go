@@ -36,8 +36,14 @@ func loyalty(ctx context.Context, args []string) error {
 	defer stop()
 	idle := newIdleTimer(*idleExit, stop)
 
+	tp, stopTracing, err := startTracing(ctx, "orders-loyalty")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+
 	applied := 0
-	c, err := consumer.New(consumer.Config{
+	cfg := consumer.Config{
 		Name:           groupName,
 		Brokers:        e.brokers,
 		Topics:         []string{e.topic},
@@ -55,7 +61,11 @@ func loyalty(ctx context.Context, args []string) error {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
 		},
-	}, e.pool, func(ctx context.Context, tx pgx.Tx, m consumer.Message) error {
+	}
+	if tp != nil {
+		cfg.TracerProvider = tp
+	}
+	c, err := consumer.New(cfg, e.pool, func(ctx context.Context, tx pgx.Tx, m consumer.Message) error {
 		var o OrderPlaced
 		if err := json.Unmarshal(m.Value, &o); err != nil {
 			return fmt.Errorf("decoding the order event: %w", err)

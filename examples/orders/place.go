@@ -13,6 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outboxrelay/outboxrelay/outbox"
 )
@@ -44,6 +47,11 @@ func place(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	tracer, stopTracing, err := shopTracer(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	var mu sync.Mutex
 	var placed, rolledBack int
 	var rolledBackIDs []string
@@ -65,7 +73,7 @@ func place(ctx context.Context, args []string) error {
 					ref = refs[rng.IntN(len(refs))] // a double submit
 				}
 				o := OrderPlaced{OrderID: outbox.NewID(), CustomerID: customerID(rng.IntN(*customers)), TotalCents: 100 + rng.IntN(20000)}
-				ok, err := placeOrder(ctx, e, w, ref, o)
+				ok, err := placeTraced(ctx, tracer, e, w, ref, o)
 				if err != nil {
 					errs <- err
 					return
@@ -97,6 +105,36 @@ func place(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("orders placed: %d, rolled back (duplicate order reference): %d\n", placed, rolledBack)
 	return nil
+}
+
+// shopTracer is the shop's tracer, nil when tracing is off.
+func shopTracer(ctx context.Context) (trace.Tracer, func(), error) {
+	tp, stop, err := startTracing(ctx, "orders-shop")
+	if err != nil || tp == nil {
+		return nil, stop, err
+	}
+	return tp.Tracer("orders-shop"), stop, nil
+}
+
+// placeTraced is placeOrder in a span of its own, as a service handles a
+// request ("POST /orders"): the outbox row gets its context, so the relay's
+// and the consumer's spans join its trace. A nil tracer: no span.
+func placeTraced(ctx context.Context, tracer trace.Tracer, e *env, w *outbox.Writer, ref string, o OrderPlaced) (bool, error) {
+	if tracer == nil {
+		return placeOrder(ctx, e, w, ref, o)
+	}
+	ctx, span := tracer.Start(ctx, "POST /orders", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("order.id", o.OrderID), attribute.String("order.ref", ref)))
+	defer span.End()
+	ok, err := placeOrder(ctx, e, w, ref, o)
+	span.SetAttributes(attribute.Bool("order.committed", ok))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	} else if !ok {
+		span.SetStatus(codes.Error, "duplicate order reference: rolled back")
+	}
+	return ok, err
 }
 
 // placeOrder writes the event and the order in one transaction. It

@@ -42,6 +42,10 @@ func setup(ctx context.Context, args []string) error {
 			payload JSONB NOT NULL,
 			created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
 			dispatched_at TIMESTAMPTZ)`,
+		// The span context of the request that wrote the row
+		// (tracing.span.context.field's default name): outbox.Writer
+		// fills it when the order is placed inside a span.
+		`ALTER TABLE ` + e.table(outboxName) + ` ADD COLUMN IF NOT EXISTS tracingspancontext text`,
 		// sql/processed_events.sql (outboxrelay sql prints it), in this schema.
 		strings.ReplaceAll(string(processed), "public.", `"`+e.schema+`".`),
 		`CREATE TABLE IF NOT EXISTS ` + e.table("loyalty_points") + ` (

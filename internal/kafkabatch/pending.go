@@ -21,6 +21,7 @@ type Pending struct {
 	EventID   string
 	Size      int // RecordSize: bytes inside a batch, at most
 	OnAck     func(error)
+	Placed    func(partition int, offset int64) // router.Record.Placed; nil: nobody asks
 }
 
 // Take copies r into memory the producer owns: all key, value and header
@@ -50,6 +51,7 @@ func Take(r router.Record, size int, onAck func(error)) Pending {
 		EventID:   r.EventID,
 		Size:      size,
 		OnAck:     onAck,
+		Placed:    r.Placed,
 	}
 	if len(r.Headers) > 0 {
 		p.Headers = make([]Header, len(r.Headers))

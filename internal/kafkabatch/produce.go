@@ -85,6 +85,22 @@ func PartitionAnswer(res *produceAPI.Response, topic string, partition int) erro
 	return fmt.Errorf("the produce response does not answer for the partition: %w", protocol.NewErrNoPartition(topic, int32(partition)))
 }
 
+// BaseOffset is the offset the broker wrote a batch to partition at, as
+// its produce answer says; -1 when the answer names no such partition.
+func BaseOffset(res *produceAPI.Response, topic string, partition int) int64 {
+	for _, t := range res.Topics {
+		if t.Topic != topic {
+			continue
+		}
+		for _, part := range t.Partitions {
+			if int(part.Partition) == partition {
+				return part.BaseOffset
+			}
+		}
+	}
+	return -1
+}
+
 // partitionError is a refused partition's answer as a kafka.Error, with
 // the broker's message and (Produce v8) the records it names.
 func partitionError(part produceAPI.ResponsePartition) error {

@@ -96,6 +96,8 @@ func effectiveValues(s *Setup) map[string]string {
 		opt("route.tombstone.on.empty.payload"):         b(r.RouteTombstoneOnEmptyPayload),
 		opt("table.op.invalid.behavior"):                r.OpInvalidBehavior,
 		opt("tracing.span.context.field"):               r.TracingSpanContextField,
+		opt("tracing.operation.name"):                   r.TracingOperationName,
+		opt("tracing.with.context.field.only"):          b(!r.TraceEventsWithoutContext),
 		"key.converter":                                 converterClass(r.KeyConverter),
 		"value.converter":                               converterClass(r.ValueConverter),
 		"decimal.handling.mode":                         r.DecimalHandlingMode,
