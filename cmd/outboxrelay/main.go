@@ -190,8 +190,13 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	// After relay.Run: its orderly stop flushed, so every span ended.
-	defer tracing.Shutdown(tp, 5*time.Second, log)
+	// After the producer's Close, which ends the spans of records still in
+	// flight (a stop whose flush timed out acks them with ErrClosed):
+	// before it, the provider would drop those failed publishes' spans.
+	defer func() {
+		producer.Close()
+		tracing.Shutdown(tp, 5*time.Second, log)
+	}()
 
 	log.Info("starting", "connector", cfg.Name, "version", version())
 	err = relay.Run(ctx, opt)
@@ -211,6 +216,9 @@ func startTracing(ctx context.Context, set *setup.Setup, opt *relay.Options, log
 	if err != nil {
 		return nil, err
 	}
+	if ts.Exporter != "" {
+		otel.SetErrorHandler(tracing.ErrorHandler{Log: log}) // before New: the SDK reports its errors only there
+	}
 	tp, err := tracing.New(ctx, ts, tracing.DefaultServiceName, version())
 	if tp == nil || err != nil {
 		if err == nil {
@@ -218,7 +226,6 @@ func startTracing(ctx context.Context, set *setup.Setup, opt *relay.Options, log
 		}
 		return nil, err
 	}
-	otel.SetErrorHandler(tracing.ErrorHandler{Log: log}) // the SDK reports export errors only there
 	rc := set.Router.Config()
 	opt.Tracing = relay.Tracing{Tracer: tp.Tracer("github.com/outboxrelay/outboxrelay/relay"),
 		Operation: rc.TracingOperationName, WithoutContext: rc.TraceEventsWithoutContext}

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +33,16 @@ const (
 	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 	EnvServiceName    = "OTEL_SERVICE_NAME"
+	EnvSampler        = "OTEL_TRACES_SAMPLER"
+	EnvSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 )
+
+// samplers are the values of OTEL_TRACES_SAMPLER the SDK knows; true: its
+// OTEL_TRACES_SAMPLER_ARG is a ratio.
+var samplers = map[string]bool{
+	"always_on": false, "always_off": false, "traceidratio": true,
+	"parentbased_always_on": false, "parentbased_always_off": false, "parentbased_traceidratio": true,
+}
 
 // DefaultServiceName is the relay's service.name without OTEL_SERVICE_NAME
 // (or a service.name in OTEL_RESOURCE_ATTRIBUTES).
@@ -64,6 +75,9 @@ func Read(getenv func(string) string) (Settings, error) {
 	if strings.TrimSpace(getenv(EnvTracesEndpoint)) == "" && strings.TrimSpace(getenv(EnvEndpoint)) == "" {
 		return Settings{Off: "no " + EnvEndpoint + " set"}, nil
 	}
+	if err := checkEnv(getenv); err != nil {
+		return Settings{}, err
+	}
 	key := EnvTracesProtocol
 	proto := strings.TrimSpace(getenv(key))
 	if proto == "" {
@@ -76,6 +90,33 @@ func Read(getenv func(string) string) (Settings, error) {
 		return Settings{Exporter: "grpc"}, nil
 	}
 	return Settings{}, fmt.Errorf("tracing: %s=%q: use grpc or http/protobuf", key, proto)
+}
+
+// checkEnv refuses what the SDK and the exporters would only log and
+// replace by a default, starting anyway: an unknown sampler, a ratio that
+// is not a number from 0 to 1 (OTEL_TRACES_SAMPLER_ARG=0,1 sampled
+// everything), an endpoint that is not a URL.
+func checkEnv(getenv func(string) string) error {
+	sampler := strings.TrimSpace(getenv(EnvSampler))
+	ratio, known := samplers[sampler]
+	if sampler != "" && !known {
+		return fmt.Errorf("tracing: %s=%q: write one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio", EnvSampler, sampler)
+	}
+	if arg := strings.TrimSpace(getenv(EnvSamplerArg)); ratio && arg != "" {
+		if f, err := strconv.ParseFloat(arg, 64); err != nil || f < 0 || f > 1 {
+			return fmt.Errorf("tracing: %s=%q: write the sampled fraction, a number from 0 to 1 with a dot, e.g. 0.1", EnvSamplerArg, arg)
+		}
+	}
+	for _, key := range []string{EnvEndpoint, EnvTracesEndpoint} {
+		v := strings.TrimSpace(getenv(key))
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("tracing: %s=%q: write the collector's URL, e.g. http://otel-collector:4317 (grpc) or http://otel-collector:4318 (http/protobuf)", key, v)
+		}
+	}
+	return nil
 }
 
 // Provider is the tracer provider of a run, nil when tracing is off.
