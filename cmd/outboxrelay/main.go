@@ -190,13 +190,7 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	// After the producer's Close, which ends the spans of records still in
-	// flight (a stop whose flush timed out acks them with ErrClosed):
-	// before it, the provider would drop those failed publishes' spans.
-	defer func() {
-		producer.Close()
-		tracing.Shutdown(tp, 5*time.Second, log)
-	}()
+	defer closeThenShutdown(producer, tp, log)
 
 	log.Info("starting", "connector", cfg.Name, "version", version())
 	err = relay.Run(ctx, opt)
@@ -206,6 +200,15 @@ func runRelay(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// closeThenShutdown closes the producer, which ends the spans of records
+// still in flight (a stop whose flush timed out acks them with ErrClosed),
+// then shuts the tracer provider down: before the Close, the provider
+// would drop those failed publishes' spans.
+func closeThenShutdown(producer *sink.Producer, tp *tracing.Provider, log *slog.Logger) {
+	producer.Close()
+	tracing.Shutdown(tp, 5*time.Second, log)
 }
 
 // startTracing builds the tracer provider the OTEL_* environment asks for

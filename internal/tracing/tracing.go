@@ -37,11 +37,16 @@ const (
 	EnvSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 )
 
-// samplers are the values of OTEL_TRACES_SAMPLER the SDK knows; true: its
-// OTEL_TRACES_SAMPLER_ARG is a ratio.
-var samplers = map[string]bool{
-	"always_on": false, "always_off": false, "traceidratio": true,
-	"parentbased_always_on": false, "parentbased_always_off": false, "parentbased_traceidratio": true,
+// sampler says whether name is a value of OTEL_TRACES_SAMPLER the SDK
+// knows and whether its OTEL_TRACES_SAMPLER_ARG is a ratio.
+func sampler(name string) (known, ratio bool) {
+	switch name {
+	case "always_on", "always_off", "parentbased_always_on", "parentbased_always_off":
+		return true, false
+	case "traceidratio", "parentbased_traceidratio":
+		return true, true
+	}
+	return false, false
 }
 
 // DefaultServiceName is the relay's service.name without OTEL_SERVICE_NAME
@@ -97,10 +102,10 @@ func Read(getenv func(string) string) (Settings, error) {
 // is not a number from 0 to 1 (OTEL_TRACES_SAMPLER_ARG=0,1 sampled
 // everything), an endpoint that is not a URL.
 func checkEnv(getenv func(string) string) error {
-	sampler := strings.TrimSpace(getenv(EnvSampler))
-	ratio, known := samplers[sampler]
-	if sampler != "" && !known {
-		return fmt.Errorf("tracing: %s=%q: write one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio", EnvSampler, sampler)
+	name := strings.TrimSpace(getenv(EnvSampler))
+	known, ratio := sampler(name)
+	if name != "" && !known {
+		return fmt.Errorf("tracing: %s=%q: write one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio", EnvSampler, name)
 	}
 	if arg := strings.TrimSpace(getenv(EnvSamplerArg)); ratio && arg != "" {
 		if f, err := strconv.ParseFloat(arg, 64); err != nil || f < 0 || f > 1 {
