@@ -21,7 +21,7 @@ const spinFetchesPerSecond = 1000
 // is negative (segmentio/kafka-go#1438: it decodes no record, fetches the
 // same offset again at once, tens of thousands of times a second, and
 // FetchMessage never returns). It reads r.Stats, which no other code of
-// the package reads (Stats resets the counters), every every until ctx
+// the package reads (Stats resets the counters), at each tick of every, until ctx
 // ends.
 func (c *Consumer) watchSpin(ctx context.Context, r *kafka.Reader, every time.Duration) {
 	t := time.NewTicker(every)

@@ -1,11 +1,9 @@
 package consumer
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outboxrelay/outboxrelay/internal/kafkaread/hostile"
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
 // noDB is a DB for runs that must not reach a message.
@@ -23,29 +22,11 @@ func (d noDB) Begin(context.Context) (pgx.Tx, error) {
 	return nil, context.Canceled
 }
 
-// lockedBuffer is a log sink the reader's goroutines and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // runFor runs a consumer of topic t on c for d with spin checks every
 // 500 ms and returns its log.
 func runFor(t *testing.T, c *kfake.Cluster, d time.Duration) string {
 	t.Helper()
-	var log lockedBuffer
+	var log testbed.SyncBuffer
 	cons, err := New(Config{Name: "g", Brokers: c.ListenAddrs(), Topics: []string{"t"}, Logger: slog.New(slog.NewTextHandler(&log, nil))},
 		noDB{t}, func(context.Context, pgx.Tx, Message) error { return nil })
 	if err != nil {

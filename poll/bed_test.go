@@ -1,12 +1,10 @@
 package poll
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +12,6 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 	"github.com/outboxrelay/outboxrelay/postgres"
 )
-
-// syncBuffer is a log sink safe for the stream's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestWatchdogCountsStuckRows: the watchdog counts the rows undispatched
 // for longer than outbox.poll.stuck.after.ms, on the insert-time column
@@ -59,7 +39,7 @@ func TestWatchdogCountsStuckRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testbed.SyncBuffer
 	var stuck int64 = -1
 	src, err := NewSource(&pg, cfg, SourceOptions{Log: slog.New(slog.NewTextHandler(&logs, nil)), Stuck: func(n int64) { stuck = n }})
 	if err != nil {

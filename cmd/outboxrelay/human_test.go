@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
 func TestPrintable(t *testing.T) {
@@ -142,7 +143,7 @@ func TestRetryLinesScrubbed(t *testing.T) {
 	}
 	for _, format := range []string{"json", "text"} {
 		ctx, cancel := context.WithCancel(context.Background())
-		stderr := &syncBuffer{}
+		stderr := &testbed.SyncBuffer{}
 		done := make(chan error, 1)
 		go func() {
 			done <- run(ctx, []string{"run", "--config", path, "--kafka-brokers", "127.0.0.1:1", "--log-format", format}, io.Discard, stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,29 +18,11 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
-// syncBuffer collects the relay's log for the failure message.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // relayProc is an outboxrelay `run` running in-process, exactly as main runs it.
 type relayProc struct {
 	cancel context.CancelFunc
 	done   chan error
-	log    *syncBuffer
+	log    *testbed.SyncBuffer
 }
 
 func startRelay(t *testing.T, configPath string) *relayProc {
@@ -55,7 +35,7 @@ func startRelay(t *testing.T, configPath string) *relayProc {
 func startRelayWith(t *testing.T, configPath, brokers string, extra ...string) *relayProc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &relayProc{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
+	r := &relayProc{cancel: cancel, done: make(chan error, 1), log: &testbed.SyncBuffer{}}
 	args := append([]string{"run", "--config", configPath, "--kafka-brokers", brokers, "--log-format", "text"}, extra...)
 	go func() {
 		r.done <- run(ctx, args, r.log, r.log)
