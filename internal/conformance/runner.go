@@ -34,6 +34,7 @@ type Env struct {
 	WorkDir    string // relay configs and logs
 	Timeout    time.Duration
 	Quiet      time.Duration // after the expected count, wait this long for extra records
+	Registry   *Registry     // ConverterAgainstJSON's registry and decoder
 	Logf       func(format string, args ...any)
 }
 
@@ -57,6 +58,11 @@ const (
 	// PollAgainstLogical runs outboxrelay in logical and in poll mode on
 	// one schema, and compares with ComparePoll (see poll.go); no Debezium.
 	PollAgainstLogical
+	// ConverterAgainstJSON runs outboxrelay with the case's converters and
+	// with Env.Registry's converter on one schema, decodes the second's
+	// records with Registry.Decode and compares with CompareConverter (see
+	// converter.go); no Debezium.
+	ConverterAgainstJSON
 )
 
 // pair is the two sides of one mode: a reference and the side under test,
@@ -88,8 +94,11 @@ type caseRun struct {
 }
 
 func (m Mode) pair(r *caseRun) pair {
-	if m == PollAgainstLogical {
+	switch m {
+	case PollAgainstLogical:
 		return &pollPair{caseRun: r}
+	case ConverterAgainstJSON:
+		return &converterPair{caseRun: r}
 	}
 	return &debeziumPair{caseRun: r}
 }
@@ -106,11 +115,37 @@ func (m Mode) compare(c *Case, ref, got []Record) *Verdict {
 // In the Verdict, Debezium counts the reference's records and Relay the
 // tested side's.
 func (e *Env) Run(ctx context.Context, c *Case, idx int, mode Mode) *Verdict {
+	if mode == ConverterAgainstJSON {
+		return e.runConverter(ctx, c, idx)
+	}
 	ref, got, err := e.run(ctx, c, e.names(idx), mode)
 	if err != nil {
 		return &Verdict{Case: c, Err: err, Debezium: len(ref), Relay: len(got)}
 	}
 	return mode.compare(c, ref, got)
+}
+
+// runConverter is Run in ConverterAgainstJSON: the registry side's records
+// decoded, then compared as the reference's converters would write them.
+func (e *Env) runConverter(ctx context.Context, c *Case, idx int) *Verdict {
+	if e.Registry == nil {
+		return &Verdict{Case: c, Err: errNoRegistry}
+	}
+	n := e.names(idx)
+	base, err := e.connectorConfig(c, n)
+	if err != nil {
+		return &Verdict{Case: c, Err: err}
+	}
+	ref, got, err := e.run(ctx, c, n, ConverterAgainstJSON)
+	if err == nil {
+		if got, err = e.Registry.Decode(ctx, e.Registry.URL, got); err != nil {
+			err = fmt.Errorf("decoding the %s records: %w", e.Registry.Class, err)
+		}
+	}
+	if err != nil {
+		return &Verdict{Case: c, Err: err, Debezium: len(ref), Relay: len(got)}
+	}
+	return CompareConverter(c, convertersOf(base), ref, got)
 }
 
 func (e *Env) run(ctx context.Context, c *Case, n names, mode Mode) (ref, got []Record, err error) {

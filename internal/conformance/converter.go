@@ -1,0 +1,204 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// A registry converter against JsonConverter: the same case runs through
+// two outboxrelay processes in logical mode on one schema, the reference
+// with the case's converters, the other with key.converter and
+// value.converter set to a schema-registry converter (Avro or JSON
+// Schema). The tested side's records are decoded by an independent
+// implementation against the schemas fetched from the registry by id
+// (Registry.Decode), and must then be the JSON the reference's converters
+// give: its key and value as JsonConverter with schemas.enable=false would
+// write them, record by record in each topic, partition and key; headers
+// byte-equal.
+
+// Registry is the schema registry of a converter run and the decoder of
+// its records.
+type Registry struct {
+	URL string
+	// Class is the converter's Kafka Connect class name.
+	Class string
+	// Decode replaces each record's key and value (Confluent's wire
+	// format: magic byte 0, schema id, body) with the JSON they decode
+	// to, a nil key or value staying nil. It is an implementation other
+	// than outboxrelay's, reading the schemas from URL.
+	Decode func(ctx context.Context, url string, recs []Record) ([]Record, error)
+}
+
+// ConverterComparable reports whether a case can run with a registry
+// converter: cases that decode logical decoding messages cannot (their
+// records have no Connect schema: outboxrelay refuses schemas there, as
+// it refuses JsonConverter's).
+func ConverterComparable(c *Case) bool { return !c.Messages() }
+
+// converterPair is outboxrelay with the case's converters (the reference)
+// against outboxrelay with a registry converter, on the same schema.
+type converterPair struct {
+	*caseRun
+	ref, got *relayProc
+	restarts int
+}
+
+func (p *converterPair) namespaces() (ref, got string) { return p.n.nsD, p.n.nsR }
+
+// gotConfig is the case's config with both converters the registry's.
+func (p *converterPair) gotConfig() map[string]any {
+	cfg := withNamespace(p.base, p.n.slotR, p.n.nsR)
+	for _, side := range []string{"key.converter", "value.converter"} {
+		for k := range cfg {
+			if strings.HasPrefix(k, side+".") {
+				delete(cfg, k)
+			}
+		}
+		cfg[side] = p.e.Registry.Class
+		cfg[side+".schema.registry.url"] = p.e.Registry.URL
+	}
+	return cfg
+}
+
+func (p *converterPair) start(ctx context.Context) error {
+	return p.startBoth(ctx, "")
+}
+
+func (p *converterPair) startBoth(ctx context.Context, tag string) error {
+	ref, err := p.e.startRelay(p.c, p.n, withNamespace(p.base, p.n.slotD, p.n.nsD), "_json"+tag)
+	if err != nil {
+		return err
+	}
+	p.ref = ref
+	got, err := p.e.startRelay(p.c, p.n, p.gotConfig(), "_registry"+tag)
+	if err != nil {
+		return err
+	}
+	p.got = got
+	return p.e.waitStreaming(ctx, p.admin, []string{p.n.slotD, p.n.slotR}, p)
+}
+
+// restart waits until both sides have records records, stops both with
+// SIGTERM and starts them again.
+func (p *converterPair) restart(ctx context.Context, records int) error {
+	ref, got, err := p.e.collect(ctx, p, records)
+	if err != nil {
+		return err
+	}
+	if len(ref) < records || len(got) < records {
+		return fmt.Errorf("%s: before the restart, JsonConverter's side has %d records and the registry converter's %d; want %d each", p.c.ID, len(ref), len(got), records)
+	}
+	p.stop()
+	p.restarts++
+	return p.startBoth(ctx, fmt.Sprintf("-restart%d", p.restarts))
+}
+
+func (p *converterPair) failed(_ context.Context, refShort, gotShort bool) error {
+	if refShort && p.ref != nil && p.ref.exited() {
+		return fmt.Errorf("outboxrelay (JsonConverter) exited: %s", p.ref.tail())
+	}
+	if gotShort && p.got != nil && p.got.exited() {
+		return fmt.Errorf("outboxrelay (%s) exited: %s", p.e.Registry.Class, p.got.tail())
+	}
+	return nil
+}
+
+func (p *converterPair) stop() {
+	for _, r := range []*relayProc{p.got, p.ref} {
+		if r != nil {
+			r.stop()
+		}
+	}
+}
+
+// converters are the reference's key and value converters, as the
+// connector file names them (outboxrelay's defaults: StringConverter for
+// the key, JsonConverter for the value, schemas.enable as Connect's).
+type converters struct{ key, value string }
+
+func convertersOf(cfg map[string]any) converters {
+	get := func(k, def string) string {
+		if v, ok := cfg[k]; ok {
+			return fmt.Sprint(v)
+		}
+		return def
+	}
+	return converters{
+		key:   get("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+		value: get("value.converter", "org.apache.kafka.connect.json.JsonConverter"),
+	}
+}
+
+// asJSON is a reference record's key or value as the JSON a registry
+// converter's decoded record must equal: a StringConverter's text as a
+// JSON string, a JsonConverter envelope's payload, other JSON as it is.
+func asJSON(b []byte, class string) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	if strings.HasSuffix(class, "StringConverter") {
+		return json.Marshal(string(b))
+	}
+	var env struct {
+		Schema  json.RawMessage `json:"schema"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if json.Unmarshal(b, &env) == nil && env.Schema != nil && env.Payload != nil && len(b) > 0 && b[0] == '{' {
+		return env.Payload, nil
+	}
+	if _, err := decode(b); err != nil {
+		return nil, fmt.Errorf("the reference's %s record is not JSON: %w", class, err)
+	}
+	return b, nil
+}
+
+// CompareConverter checks the registry converter's decoded records against
+// the reference's, key by key within each topic and partition. In the
+// Verdict, Debezium stands for the reference and Relay for the registry
+// converter's side.
+func CompareConverter(c *Case, conv converters, ref, got []Record) *Verdict {
+	v := &Verdict{Case: c, Debezium: len(ref), Relay: len(got), DebeziumRecords: ref, RelayRecords: got}
+	if len(ref) != c.Records {
+		v.problem("JsonConverter's side wrote %d records, the case expects %d", len(ref), c.Records)
+	}
+	if len(got) != c.Records {
+		v.problem("the registry converter's side wrote %d records, the case expects %d", len(got), c.Records)
+	}
+	if len(ref) != len(got) {
+		return v
+	}
+	rg, gg := group(ref), group(got)
+	for _, tp := range unionKeys(rg, gg) {
+		r, g := rg[tp], gg[tp]
+		if len(r) != len(g) {
+			v.problem("%s: JsonConverter's side %d records, the registry converter's %d", tp, len(r), len(g))
+			continue
+		}
+		for i := range r {
+			compareConverted(v, fmt.Sprintf("%s #%d", tp, i+1), conv, r[i], g[i])
+		}
+	}
+	return v
+}
+
+func compareConverted(v *Verdict, where string, conv converters, r, g Record) {
+	for _, part := range []struct {
+		what, class string
+		ref, got    []byte
+	}{{"key", conv.key, r.Key, g.Key}, {"value", conv.value, r.Value, g.Value}} {
+		want, err := asJSON(part.ref, part.class)
+		if err != nil {
+			v.problem("%s: %s: %v", where, part.what, err)
+			continue
+		}
+		if (want == nil) != (part.got == nil) || want != nil && !jsonEqual(want, part.got, numberNorm) && !jsonEqual(want, part.got, float32Norm) {
+			v.problem("%s: %s: JsonConverter %s, registry converter decoded %s", where, part.what, show(want), show(part.got))
+		}
+	}
+	compareHeaders(v, where, r.Headers, g.Headers)
+}
+
+var errNoRegistry = errors.New("a converter run needs Env.Registry")

@@ -1,0 +1,52 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAsJSON(t *testing.T) {
+	for _, tc := range []struct{ in, class, want string }{
+		{`k-"1"`, "org.apache.kafka.connect.storage.StringConverter", `"k-\"1\""`},
+		{`{"schema":{"type":"string","optional":false},"payload":"a"}`, "org.apache.kafka.connect.json.JsonConverter", `"a"`},
+		{`{"a":1}`, "org.apache.kafka.connect.json.JsonConverter", `{"a":1}`},
+		{`{"schema":1}`, "org.apache.kafka.connect.json.JsonConverter", `{"schema":1}`},
+	} {
+		got, err := asJSON([]byte(tc.in), tc.class)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("asJSON(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if got, err := asJSON(nil, "x"); got != nil || err != nil {
+		t.Errorf("asJSON(nil) = %s, %v", got, err)
+	}
+	if _, err := asJSON([]byte("not json"), "org.apache.kafka.connect.json.JsonConverter"); err == nil {
+		t.Error("asJSON of text under JsonConverter: no error")
+	}
+}
+
+func TestCompareConverter(t *testing.T) {
+	c := &Case{ID: "t", Records: 2}
+	conv := converters{key: "org.apache.kafka.connect.storage.StringConverter", value: "org.apache.kafka.connect.json.JsonConverter"}
+	hdr := []Header{{Key: "id", Value: []byte("1")}}
+	ref := []Record{
+		{Topic: "a", Key: []byte("k1"), Headers: hdr, Value: []byte(`{"n":1.5,"f":1.1}`)},
+		{Topic: "a", Key: []byte("k2"), Headers: hdr, Value: nil},
+	}
+	got := []Record{
+		{Topic: "a", Key: []byte(`"k1"`), Headers: hdr, Value: []byte(`{"f":1.100000023841858,"n":1.5}`)},
+		{Topic: "a", Key: []byte(`"k2"`), Headers: hdr, Value: nil},
+	}
+	if v := CompareConverter(c, conv, ref, got); !v.Passed() {
+		t.Fatalf("equal records: %v", v.Problems)
+	}
+	got[0].Value = []byte(`{"n":2,"f":1.1}`)
+	got[1].Key = []byte(`"k3"`)
+	v := CompareConverter(c, conv, ref, got)
+	if len(v.Problems) != 2 || !strings.Contains(v.Problems[0], "value") || !strings.Contains(v.Problems[1], "key") {
+		t.Fatalf("problems %q", v.Problems)
+	}
+	if v := CompareConverter(c, conv, ref, got[:1]); v.Passed() {
+		t.Fatal("a missing record passed")
+	}
+}
