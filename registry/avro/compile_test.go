@@ -194,9 +194,9 @@ func routerMismatch(caseName string, payload []byte) (string, bool) {
 	}
 	switch {
 	case bytes.Contains(payload, []byte(`"d-1"`)):
-		return `c.d: {"f":1 where a number was expected`, true
+		return `c.d: {"f":1,"f":"x"} where a number was expected`, true
 	case bytes.Contains(payload, []byte(`"d-2"`)) && strings.HasSuffix(caseName, "emptyarrays"):
-		return `payload: {"h":[{"i":1 where a string was expected`, true
+		return `payload: {"h":[{"i":1,"i":2}]} where a string was expected`, true
 	}
 	return "", false
 }

@@ -288,9 +288,10 @@ func (e *encoder) entry(dst []byte, n *node) ([]byte, error) {
 func (e *encoder) record(dst []byte, n *node) ([]byte, error) {
 	e.ws()
 	from, written := e.pos, len(dst)
-	if err := e.open('{', "an object (struct "+n.fullName()+")"); err != nil {
-		return dst, err
+	if e.pos >= len(e.src) || e.src[e.pos] != '{' {
+		return dst, e.mismatch("an object (record " + n.fullName() + ")")
 	}
+	e.pos++
 	next, base, count := 0, -1, int64(0)
 	for e.more('}', count) {
 		if count > 0 {
@@ -429,12 +430,20 @@ func appendLong(dst []byte, v int64) []byte {
 
 // found quotes the JSON at i for an error: up to 40 bytes of it.
 func (e *encoder) found(i int) string {
-	end := i
-	for end < len(e.src) && end-i < 40 && e.src[end] != ',' && e.src[end] != '}' && e.src[end] != ']' {
-		end++
-	}
 	if i >= len(e.src) {
 		return "the end of the JSON"
+	}
+	end := i + 1
+	if c := e.src[i]; c == '{' || c == '[' {
+		whole := encoder{src: e.src, pos: i}
+		end = len(e.src)
+		if whole.skip() == nil {
+			end = whole.pos
+		}
+		end = min(end, i+40)
+	}
+	for end < len(e.src) && end-i < 40 && e.src[end] != ',' && e.src[end] != '}' && e.src[end] != ']' {
+		end++
 	}
 	s := string(e.src[i:end])
 	if end-i >= 40 {

@@ -316,10 +316,12 @@ func (e *encoder) skip() error {
 			if err := e.literal("null"); err != nil {
 				return err
 			}
-		default:
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			if _, _, err := e.number(); err != nil {
 				return err
 			}
+		default:
+			return e.mismatch("a value")
 		}
 		// After a value: close the containers it ends, or go on after a comma.
 		for len(stack) > 0 {
