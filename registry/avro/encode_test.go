@@ -1,0 +1,100 @@
+package avro
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestAppendErrors(t *testing.T) {
+	const rec = `{"type":"struct","fields":[{"type":"int16","optional":false,"field":"n"},{"type":"array","items":{"type":"struct","fields":[{"type":"bytes","optional":true,"field":"b"},{"type":"map","keys":{"type":"string","optional":false},"values":{"type":"float","optional":false},"optional":true,"field":"m"}],"optional":false,"name":"x.Item"},"optional":true,"field":"items"}],"optional":false,"name":"x.Top"}`
+	for _, tc := range []struct{ payload, want string }{
+		{`{"n":40000}`, "n: 40000 is out of range"},
+		{`{"n":1.5}`, "n: 1.5 is not an integer"},
+		{`{"n":"1"}`, `n: "1" where a number was expected`},
+		{`{}`, "n: missing (the field is not optional and has no default)"},
+		{`{"n":null}`, "n: null for a required int"},
+		{`{"n":1,"items":[{"b":"AA=="},{"b":"!!"}]}`, `items[1].b: "!!" is not base64`},
+		{`{"n":1,"items":[{"m":{"k":true}}]}`, "items[0].m{k}: true where a number was expected"},
+		{`{"n":1,"items":[{"m":{"k\u00e9":null}}]}`, "items[0].m{ké}: null for a required float"},
+		{`{"n":1,"items":{}}`, "items: {} where an array was expected"},
+		{`{"n":1,"items":[null]}`, "items[0]: null for a required record"},
+		{`{"n":1} x`, "data after the JSON value"},
+		{`{"n":1`, "the JSON ends inside an array or object"},
+		{`{"n":01}`, "where a number was expected"},
+		{`{"n":1,"zz":[1,}`, "where a value was expected"},
+		{`{"n":1,"zz":"a` + "\x01" + `"}`, "a control character in a string"},
+		{`{"n":1,"items":[{"b":"\x"}]}`, `the escape \x in a string`},
+		{``, "the JSON ends where a value was expected"},
+	} {
+		_, c := compileCase(t, rec)
+		if _, err := c.Append(nil, []byte(tc.payload)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Append(%s) = %v, want %q", tc.payload, err, tc.want)
+		}
+	}
+}
+
+// TestAppendBytes pins exact bodies against the Avro specification's
+// encoding examples (zigzag: 0→00, -1→01, 1→02, -64→7f, 64→8001; "foo" →
+// 06 66 6f 6f; a union's branch index first; arrays in one block then 0).
+func TestAppendBytes(t *testing.T) {
+	for _, tc := range []struct {
+		schema, payload string
+		want            []byte
+	}{
+		{`{"type":"int64","optional":false}`, `0`, []byte{0x00}},
+		{`{"type":"int64","optional":false}`, `-1`, []byte{0x01}},
+		{`{"type":"int64","optional":false}`, `1`, []byte{0x02}},
+		{`{"type":"int64","optional":false}`, `-64`, []byte{0x7f}},
+		{`{"type":"int64","optional":false}`, `64`, []byte{0x80, 0x01}},
+		{`{"type":"string","optional":false}`, `"foo"`, []byte{0x06, 'f', 'o', 'o'}},
+		{`{"type":"string","optional":true}`, `null`, []byte{0x00}},
+		{`{"type":"string","optional":true}`, `"a"`, []byte{0x02, 0x02, 'a'}},
+		{`{"type":"string","optional":true,"default":"d"}`, `"a"`, []byte{0x00, 0x02, 'a'}},
+		{`{"type":"string","optional":true,"default":"d"}`, `null`, []byte{0x00, 0x02, 'd'}},
+		{`{"type":"array","items":{"type":"int32","optional":false},"optional":false}`, `[3, 27]`, []byte{0x04, 0x06, 0x36, 0x00}},
+		{`{"type":"array","items":{"type":"int32","optional":false},"optional":false}`, `[]`, []byte{0x00}},
+		{`{"type":"boolean","optional":false}`, `true`, []byte{0x01}},
+		{`{"type":"double","optional":false}`, `1`, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}},
+		{`{"type":"float","optional":false}`, `1`, []byte{0, 0, 0x80, 0x3f}},
+		{`{"type":"bytes","optional":false}`, `"AQI="`, []byte{0x04, 1, 2}},
+		{`{"type":"map","keys":{"type":"string","optional":false},"values":{"type":"int32","optional":false},"optional":false}`, `{"a":1}`, []byte{0x02, 0x02, 'a', 0x02, 0x00}},
+		{`{"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"},{"type":"string","optional":false,"field":"b"}],"optional":false}`, `{"b":"x","a":1}`, []byte{0x02, 0x02, 'x'}},
+		{`{"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"}],"optional":false}`, `{"a":1,"a":2}`, []byte{0x04}},
+	} {
+		_, c := compileCase(t, tc.schema)
+		got, err := c.Append([]byte{0xEE}, []byte(tc.payload))
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.schema, tc.payload, err)
+			continue
+		}
+		if !bytes.Equal(got, append([]byte{0xEE}, tc.want...)) {
+			t.Errorf("%s %s: % x, want ee % x", tc.schema, tc.payload, got, tc.want)
+		}
+	}
+}
+
+// A long array's count takes more than one byte: the items move right.
+func TestAppendLongArray(t *testing.T) {
+	s, c := compileCase(t, `{"type":"array","items":{"type":"string","optional":false},"optional":false}`)
+	var p strings.Builder
+	p.WriteByte('[')
+	for i := 0; i < 300; i++ {
+		if i > 0 {
+			p.WriteByte(',')
+		}
+		p.WriteString(`"ab"`)
+	}
+	p.WriteByte(']')
+	body := roundTrip(t, s, c, p.String())
+	if !bytes.HasPrefix(body, []byte{0xd8, 0x04, 0x04, 'a', 'b'}) {
+		t.Errorf("body starts % x", body[:5])
+	}
+	big := strings.Repeat("x", 200)
+	_, sc := compileCase(t, `{"type":"bytes","optional":false}`)
+	enc := "eHh4" // "xxx"
+	b, err := sc.Append(nil, []byte(`"`+strings.Repeat(enc, len(big)/3)+`"`))
+	if err != nil || len(b) != 2+198 || b[0] != 0x8c || b[1] != 0x03 {
+		t.Errorf("bytes of 198: % x… %v", b[:2], err)
+	}
+}
