@@ -207,11 +207,17 @@ func (c *Codec) encodeOrNull(dst []byte, s *connectschema.Schema, v any, path st
 	return dst, err
 }
 
-var intRange = map[connectschema.Type][2]int64{
-	connectschema.Int8:  {math.MinInt8, math.MaxInt8},
-	connectschema.Int16: {math.MinInt16, math.MaxInt16},
-	connectschema.Int32: {math.MinInt32, math.MaxInt32},
-	connectschema.Int64: {math.MinInt64, math.MaxInt64},
+// intRange is the range of a Connect integer type.
+func intRange(t connectschema.Type) (lo, hi int64) {
+	switch t {
+	case connectschema.Int8:
+		return math.MinInt8, math.MaxInt8
+	case connectschema.Int16:
+		return math.MinInt16, math.MaxInt16
+	case connectschema.Int32:
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
 }
 
 func appendInt(dst []byte, s *connectschema.Schema, v any, path string) ([]byte, error) {
@@ -220,8 +226,8 @@ func appendInt(dst []byte, s *connectschema.Schema, v any, path string) ([]byte,
 		return dst, mismatch(path, s, v)
 	}
 	i, err := strconv.ParseInt(string(num), 10, 64)
-	r := intRange[s.Type]
-	if err != nil || i < r[0] || i > r[1] {
+	lo, hi := intRange(s.Type)
+	if err != nil || i < lo || i > hi {
 		return dst, fmt.Errorf("%s%s is not an %s", at(path), num, s.Type)
 	}
 	return strconv.AppendInt(dst, i, 10), nil

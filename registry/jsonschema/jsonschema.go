@@ -296,98 +296,93 @@ func hashOrderNamed(in []named) []named {
 // render prints n as everit's ToStringVisitor does and Jackson re-writes
 // it: compact, keys in the visitor's order.
 func (n *node) render() []byte {
-	var b []byte
-	b = append(b, '{')
-	first := true
-	key := func(k string) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = appendJacksonString(b, k)
-		b = append(b, ':')
-	}
-	common := func() {
-		if n.title != "" {
-			key("title")
-			b = appendJacksonString(b, n.title)
-		}
-		if n.hasDoc {
-			key("description")
-			b = appendJacksonString(b, n.doc)
-		}
-		if n.def != nil {
-			key("default")
-			b = append(b, n.def...)
-		}
-		keys := make([]string, len(n.unproc))
-		vals := map[string][]byte{}
-		for i, p := range n.unproc {
-			keys[i] = p.key
-			vals[p.key] = p.val
-		}
-		// The builder's HashMap, copied by everit's Schema constructor.
-		for _, k := range hashMapCopy(newHashMapPut(keys)) {
-			key(k)
-			b = append(b, vals[k]...)
-		}
-	}
+	w := &printer{b: []byte{'{'}, first: true}
 	switch n.kind {
 	case kindNumber:
-		key("type")
-		b = appendJacksonString(b, n.typ)
-		common()
+		w.raw("type", quote(n.typ))
+		w.common(n)
 	case kindString:
-		key("type")
-		b = append(b, `"string"`...)
-		common()
+		w.raw("type", []byte(`"string"`))
+		w.common(n)
 	case kindBoolean:
-		common()
-		key("type")
-		b = append(b, `"boolean"`...)
+		w.common(n)
+		w.raw("type", []byte(`"boolean"`))
 	case kindArray:
-		key("type")
-		b = append(b, `"array"`...)
-		common()
-		key("items")
-		b = append(b, n.items.render()...)
+		w.raw("type", []byte(`"array"`))
+		w.common(n)
+		w.raw("items", n.items.render())
 	case kindObject:
-		key("type")
-		b = append(b, `"object"`...)
-		common()
+		w.raw("type", []byte(`"object"`))
+		w.common(n)
 		if n.addl != nil {
-			key("additionalProperties")
-			b = append(b, n.addl.render()...)
+			w.raw("additionalProperties", n.addl.render())
 		}
 		if len(n.props) > 0 {
-			key("properties")
-			b = append(b, '{')
+			props := []byte{'{'}
 			for i, p := range n.props {
 				if i > 0 {
-					b = append(b, ',')
+					props = append(props, ',')
 				}
-				b = appendJacksonString(b, p.name)
-				b = append(b, ':')
-				b = append(b, p.n.render()...)
+				props = appendJacksonString(props, p.name)
+				props = append(props, ':')
+				props = append(props, p.n.render()...)
 			}
-			b = append(b, '}')
+			w.raw("properties", append(props, '}'))
 		}
 	case kindOneOf:
-		common()
-		key("oneOf")
-		b = append(b, '[')
+		w.common(n)
+		subs := []byte{'['}
 		for i, s := range n.subs {
 			if i > 0 {
-				b = append(b, ',')
+				subs = append(subs, ',')
 			}
-			b = append(b, s.render()...)
+			subs = append(subs, s.render()...)
 		}
-		b = append(b, ']')
+		w.raw("oneOf", append(subs, ']'))
 	case kindNull:
-		key("type")
-		b = append(b, `"null"`...)
+		w.raw("type", []byte(`"null"`))
 	}
-	return append(b, '}')
+	return append(w.b, '}')
+}
+
+// printer writes one JSON object's members.
+type printer struct {
+	b     []byte
+	first bool
+}
+
+func (w *printer) raw(key string, val []byte) {
+	if !w.first {
+		w.b = append(w.b, ',')
+	}
+	w.first = false
+	w.b = appendJacksonString(w.b, key)
+	w.b = append(w.b, ':')
+	w.b = append(w.b, val...)
+}
+
+// common is ToStringVisitor.visitSchema: title, description, default,
+// then the unprocessed properties (the builder's HashMap, copied by
+// everit's Schema constructor).
+func (w *printer) common(n *node) {
+	if n.title != "" {
+		w.raw("title", quote(n.title))
+	}
+	if n.hasDoc {
+		w.raw("description", quote(n.doc))
+	}
+	if n.def != nil {
+		w.raw("default", n.def)
+	}
+	keys := make([]string, len(n.unproc))
+	vals := map[string][]byte{}
+	for i, p := range n.unproc {
+		keys[i] = p.key
+		vals[p.key] = p.val
+	}
+	for _, k := range hashMapCopy(newHashMapPut(keys)) {
+		w.raw(k, vals[k])
+	}
 }
 
 func quote(s string) []byte { return appendJacksonString(nil, s) }
