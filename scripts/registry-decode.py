@@ -122,12 +122,17 @@ def to_json(v):
 
 
 def raw_bytes(text):
+    """Hex when the text is hex starting with 00 (a wire-format record),
+    else base64, else hex (a record with another first byte)."""
     text = text.strip()
-    if HEX.match(text) and text.startswith("00") and len(text) % 2 == 0:
+    is_hex = HEX.match(text) is not None and len(text) % 2 == 0
+    if is_hex and text.startswith("00"):
         return binascii.unhexlify(text)
     try:
         return base64.b64decode(text, validate=True)
     except binascii.Error as e:
+        if is_hex:
+            return binascii.unhexlify(text)
         raise DecodeError("neither hex nor base64: %s" % e)
 
 
