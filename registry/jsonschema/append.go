@@ -96,7 +96,7 @@ func (c *Codec) encode(dst []byte, s *connectschema.Schema, v any, path string) 
 }
 
 func (c *Codec) appendStruct(dst []byte, s *connectschema.Schema, v any, path string) ([]byte, error) {
-	m, ok := v.(map[string]any)
+	o, ok := v.(*object)
 	if !ok {
 		return dst, mismatch(path, s, v)
 	}
@@ -111,7 +111,7 @@ func (c *Codec) appendStruct(dst []byte, s *connectschema.Schema, v any, path st
 		dst = append(dst, ':')
 		n := len(dst)
 		var err error
-		if dst, err = c.encode(dst, f.Schema, m[f.Name], path+"."+f.Name); err != nil {
+		if dst, err = c.encode(dst, f.Schema, o.vals[f.Name], path+"."+f.Name); err != nil {
 			return dst, err
 		}
 		if len(dst) == n { // a required field without value: left out
@@ -127,14 +127,11 @@ func (c *Codec) appendStruct(dst []byte, s *connectschema.Schema, v any, path st
 // any other as [[key,value],…]; JsonSchemaData writes an object only when
 // the keys are required strings, else [{"key":…,"value":…},…].
 func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, v any, path string) ([]byte, error) {
-	type entry struct{ k, v any }
 	var entries []entry
 	switch m := v.(type) {
-	case map[string]any:
-		// A Connect map is a HashMap (JsonConverter.toConnect builds one):
-		// its keys come in HashMap order.
-		for _, k := range newHashMapPut(sortedKeys(m)) {
-			entries = append(entries, entry{k, m[k]})
+	case *object:
+		for _, k := range m.keys {
+			entries = append(entries, entry{k, m.vals[k]})
 		}
 	case []any:
 		// [key,value] as JsonConverter writes it, or {"key":…,"value":…}
@@ -144,9 +141,9 @@ func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, v any, path strin
 				entries = append(entries, entry{pair[0], pair[1]})
 				continue
 			}
-			if obj, ok := e.(map[string]any); ok && len(obj) == 2 {
-				if k, hasK := obj["key"]; hasK {
-					if v, hasV := obj["value"]; hasV {
+			if obj, ok := e.(*object); ok && len(obj.keys) == 2 {
+				if k, hasK := obj.vals["key"]; hasK {
+					if v, hasV := obj.vals["value"]; hasV {
 						entries = append(entries, entry{k, v})
 						continue
 					}
@@ -157,6 +154,7 @@ func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, v any, path strin
 	default:
 		return dst, mismatch(path, s, v)
 	}
+	entries = javaMapOrder(s, entries)
 	objectMode := s.Keys.Type == connectschema.String && !s.Keys.Optional
 	if objectMode {
 		dst = append(dst, '{')
@@ -195,6 +193,51 @@ func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, v any, path strin
 		return append(dst, '}'), nil
 	}
 	return append(dst, ']'), nil
+}
+
+// entry is one map entry.
+type entry struct{ k, v any }
+
+// javaMapOrder puts the entries in the order of the HashMap JsonConverter
+// fills with them (toConnect of a map): a repeated key keeps its first place
+// and its last value, then HashMap iteration order. Keys Java hashes by
+// identity keep the payload's order.
+func javaMapOrder(s *connectschema.Schema, entries []entry) []entry {
+	var uniq []entry
+	var hashes []uint32
+	seen := map[string]int{}
+	for _, e := range entries {
+		h, ok := javaKeyHash(s.Keys, e.k)
+		if !ok {
+			return entries
+		}
+		id := keyID(e.k)
+		if i, dup := seen[id]; dup {
+			uniq[i].v = e.v
+			continue
+		}
+		seen[id] = len(uniq)
+		uniq = append(uniq, e)
+		hashes = append(hashes, h)
+	}
+	out := make([]entry, len(uniq))
+	for i, j := range bucketOrder(hashes, grown(16, len(uniq))) {
+		out[i] = uniq[j]
+	}
+	return out
+}
+
+// keyID tells equal Java keys: numbers by value (1 and 1.0 are one Double).
+func keyID(k any) string {
+	if n, ok := k.(json.Number); ok {
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return "i" + strconv.FormatInt(i, 10)
+		}
+		if f, err := strconv.ParseFloat(string(n), 64); err == nil {
+			return "f" + strconv.FormatFloat(noNegativeZero(f), 'g', -1, 64)
+		}
+	}
+	return fmt.Sprintf("%T:%v", k, k)
 }
 
 // encodeOrNull: ObjectNode.set(k, null) stores a NullNode.
@@ -243,13 +286,13 @@ func appendFloat(dst []byte, s *connectschema.Schema, v any, path string) ([]byt
 		if err != nil {
 			return dst, fmt.Errorf("%s%s is not a float: %w", at(path), num, err)
 		}
-		return append(dst, javaFloat(float32(f))...), nil
+		return append(dst, javaFloat(float32(noNegativeZero(f)))...), nil
 	}
 	f, err := strconv.ParseFloat(string(num), 64)
 	if err != nil {
 		return dst, fmt.Errorf("%s%s is not a double: %w", at(path), num, err)
 	}
-	return append(dst, javaDouble(f)...), nil
+	return append(dst, javaDouble(noNegativeZero(f))...), nil
 }
 
 // appendBytes: JsonConverter and JsonSchemaData (decimal.format BASE64)
@@ -289,4 +332,13 @@ func jsonKind(v any) string {
 		return "object"
 	}
 	return "null"
+}
+
+// noNegativeZero: JsonConverter reads a JSON number as a BigDecimal, which
+// has no negative zero, so -0.0 in the payload is the Connect value 0.0.
+func noNegativeZero(f float64) float64 {
+	if f == 0 {
+		return 0
+	}
+	return f
 }

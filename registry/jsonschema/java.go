@@ -1,11 +1,14 @@
 package jsonschema
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/outboxrelay/outboxrelay/internal/connectschema"
 )
 
 // The JVM behaviours the Java converter's output depends on: the iteration
@@ -20,18 +23,38 @@ func javaHash(s string) uint32 {
 	for _, c := range utf16.Encode([]rune(s)) {
 		h = 31*h + int32(c)
 	}
-	u := uint32(h)
-	return u ^ u>>16
+	return spread(uint32(h))
 }
+
+// spread is HashMap.hash of a key whose hashCode is h.
+func spread(h uint32) uint32 { return h ^ h>>16 }
 
 // hashOrder returns keys (given in insertion order) in the iteration order
 // of a HashMap of capacity cap holding them: by bucket, then insertion order.
 func hashOrder(keys []string, cap int) []string {
-	out := append([]string(nil), keys...)
-	sort.SliceStable(out, func(i, j int) bool {
-		return javaHash(out[i])&uint32(cap-1) < javaHash(out[j])&uint32(cap-1)
-	})
+	hashes := make([]uint32, len(keys))
+	for i, k := range keys {
+		hashes[i] = javaHash(k)
+	}
+	order := bucketOrder(hashes, cap)
+	out := make([]string, len(keys))
+	for i, j := range order {
+		out[i] = keys[j]
+	}
 	return out
+}
+
+// bucketOrder returns the indexes of the (spread) hashes in HashMap
+// iteration order for capacity cap.
+func bucketOrder(hashes []uint32, cap int) []int {
+	idx := make([]int, len(hashes))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		return hashes[idx[a]]&uint32(cap-1) < hashes[idx[b]]&uint32(cap-1)
+	})
+	return idx
 }
 
 // grown is the capacity of a HashMap that started at initial and had n
@@ -59,12 +82,14 @@ func newHashMapPut(keys []string) []string {
 }
 
 // hashMapCopy is the order of `new HashMap<>(m)` for m iterating keys, as
-// Java 17's HashMap.putMapEntries sizes it: tableSizeFor((int)(s/0.75f+1)).
+// HashMap.putMapEntries sizes it since Java 19: tableSizeFor(ceil(s/0.75)).
+// (Java 17's tableSizeFor((int)(s/0.75f+1)) differs for 3, 6, 12… keys; for
+// the connect.* keywords JsonSchemaData sets, both give the same order.)
 func hashMapCopy(keys []string) []string {
 	if len(keys) == 0 {
 		return nil
 	}
-	c := tableSizeFor(int(float32(len(keys))/0.75 + 1))
+	c := tableSizeFor(int(math.Ceil(float64(len(keys)) / 0.75)))
 	return hashOrder(keys, grown(c, len(keys)))
 }
 
@@ -74,7 +99,10 @@ func hashMapSized(keys []string) []string {
 	return hashOrder(keys, grown(tableSizeFor(len(keys)), len(keys)))
 }
 
-// javaDouble is Double.toString (shortest digits, as Java 19 and later).
+// javaDouble is Double.toString as Java 19 and later print it (Raffaello
+// Giulietti's algorithm, JDK-4511638): the shortest digits that read back
+// as the same double, at least two of them (the closest two-digit decimal
+// when one would do: 4.9E-324). Java 17 prints more digits for some.
 func javaDouble(f float64) string { return javaFloating(f, 64) }
 
 // javaFloat is Float.toString.
@@ -95,7 +123,12 @@ func javaFloating(f float64, bits int) string {
 		return "0.0"
 	}
 	// digits d.ddd and exponent e: f = d.ddd × 10^e
+	abs := math.Abs(f)
+	plain := abs >= 1e-3 && abs < 1e7
 	s := strconv.FormatFloat(f, 'e', -1, bits)
+	if m, _, _ := strings.Cut(s, "e"); !plain && len(strings.Trim(m, "-")) == 1 {
+		s = strconv.FormatFloat(f, 'e', 1, bits)
+	}
 	sign := ""
 	if s[0] == '-' {
 		sign, s = "-", s[1:]
@@ -103,8 +136,7 @@ func javaFloating(f float64, bits int) string {
 	mant, exp, _ := strings.Cut(s, "e")
 	e, _ := strconv.Atoi(exp)
 	digits := strings.Replace(mant, ".", "", 1)
-	abs := math.Abs(f)
-	if abs >= 1e-3 && abs < 1e7 {
+	if plain {
 		var ip, fp string
 		if e >= 0 {
 			for len(digits) < e+1 {
@@ -209,4 +241,41 @@ func appendJacksonString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// javaKeyHash is HashMap.hash of the Java object JsonConverter makes of a
+// map key of schema s (Byte, Short, Integer, Long, Float, Double, Boolean,
+// String; null hashes to 0). ok is false for other keys (bytes, arrays,
+// maps, structs), whose hash is their identity or content: such a map keeps
+// the payload's order.
+func javaKeyHash(s *connectschema.Schema, v any) (h uint32, ok bool) {
+	if v == nil {
+		return 0, true
+	}
+	switch x := v.(type) {
+	case string:
+		return javaHash(x), s.Type == connectschema.String
+	case bool:
+		if x {
+			return spread(1231), true
+		}
+		return spread(1237), true
+	case json.Number:
+		switch s.Type {
+		case connectschema.Int8, connectschema.Int16, connectschema.Int32:
+			i, err := strconv.ParseInt(string(x), 10, 32)
+			return spread(uint32(int32(i))), err == nil
+		case connectschema.Int64:
+			i, err := strconv.ParseInt(string(x), 10, 64)
+			return spread(uint32(uint64(i) ^ uint64(i)>>32)), err == nil
+		case connectschema.Float:
+			f, err := strconv.ParseFloat(string(x), 32)
+			return spread(math.Float32bits(float32(noNegativeZero(f)))), err == nil
+		case connectschema.Double:
+			f, err := strconv.ParseFloat(string(x), 64)
+			b := math.Float64bits(noNegativeZero(f))
+			return spread(uint32(b ^ b>>32)), err == nil
+		}
+	}
+	return 0, false
 }

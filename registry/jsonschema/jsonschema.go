@@ -9,7 +9,6 @@
 package jsonschema
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -392,18 +391,4 @@ func at(path string) string {
 		return ""
 	}
 	return strings.TrimPrefix(path, ".") + ": "
-}
-
-// decode reads JSON keeping numbers' text.
-func decode(src []byte) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(string(src)))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("more than one JSON value")
-	}
-	return v, nil
 }

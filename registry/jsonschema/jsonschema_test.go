@@ -195,7 +195,7 @@ func TestErrors(t *testing.T) {
 		{`{"type":"bytes"}`, `"%%"`, "not base64"},
 		{`{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal"}`, `1.5`, "decimal.format=NUMERIC"},
 		{`{"type":"map","keys":{"type":"int32"},"values":{"type":"int32"}}`, `[[1]]`, "not a [key,value] pair"},
-		{`{"type":"string"}`, `"a" "b"`, "more than one JSON value"},
+		{`{"type":"string"}`, `"a" "b"`, "after top-level value"},
 	} {
 		s, err := connectschema.Parse([]byte(tc.schema))
 		if err != nil {
@@ -223,8 +223,9 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestJava pins the JVM behaviours against what OpenJDK 17 printed for
-// the same inputs (java.util.HashMap, Double/Float/BigDecimal.toString).
+// TestJava pins the JVM behaviours against what OpenJDK 17 and Temurin 25
+// printed for the same inputs (java.util.HashMap, Double/Float/BigDecimal
+// .toString; the doubles as 25 prints them, see javaDouble).
 func TestJava(t *testing.T) {
 	for _, tc := range []struct {
 		keys             []string
@@ -248,10 +249,10 @@ func TestJava(t *testing.T) {
 			t.Errorf("sized %v = %s, want %s", tc.keys, got, tc.sized)
 		}
 	}
-	// Java 17 prints 8.41E21 as 8.409999999999999E21 and 4.9E-324 for the
-	// least double (JDK-4511638, fixed in 19): we print the shortest digits.
-	doubles := []float64{199.0, 1e7, 1e-3, 9.999e-4, 1234567.0, 0.30000000000000004, 1e20, 2e-10, 100.0, 3.14, 2.0e-3}
-	want := "199.0 1.0E7 0.001 9.999E-4 1234567.0 0.30000000000000004 1.0E20 2.0E-10 100.0 3.14 0.002"
+	// Java 17 prints 8.41E21 as 8.409999999999999E21 (JDK-4511638, fixed
+	// in 19); 19 and later print the shortest digits, at least two.
+	doubles := []float64{199.0, 1e7, 1e-3, 9.999e-4, 1234567.0, 0.30000000000000004, 1e20, 2e-10, 100.0, 3.14, 2.0e-3, 8.41e21, 5e-324}
+	want := "199.0 1.0E7 0.001 9.999E-4 1234567.0 0.30000000000000004 1.0E20 2.0E-10 100.0 3.14 0.002 8.41E21 4.9E-324"
 	var got []string
 	for _, d := range doubles {
 		got = append(got, javaDouble(d))
@@ -329,5 +330,51 @@ func BenchmarkAppend(b *testing.B) {
 		if dst, err = c.Append(dst[:0], pay); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Regression: map entries were written in sorted key order, and -0.0 and
+// 5e-324 as Go prints them; the Java converter writes a map in the order of
+// the HashMap JsonConverter fills (ties in the payload's order), 0.0 (the
+// payload's number is read as a BigDecimal) and 4.9E-324. The wants are
+// what JsonConverter 4.1.1 + the JsonSchemaData rules printed on Temurin 25.
+func TestMapOrderAndNumbers(t *testing.T) {
+	for _, tc := range []struct{ schema, payload, want string }{
+		{`{"type":"map","keys":{"type":"string"},"values":{"type":"int32"}}`, `{"q":1,"a":2,"b":3}`, `{"q":1,"a":2,"b":3}`},
+		{`{"type":"map","keys":{"type":"int32"},"values":{"type":"string"}}`, `[[17,"x"],[1,"y"],[2,"z"],[-1,"w"]]`,
+			`[{"key":-1,"value":"w"},{"key":17,"value":"x"},{"key":1,"value":"y"},{"key":2,"value":"z"}]`},
+		{`{"type":"map","keys":{"type":"int64"},"values":{"type":"boolean"}}`, `[[4294967296,true],[1,false],[0,true]]`,
+			`[{"key":0,"value":true},{"key":4294967296,"value":true},{"key":1,"value":false}]`},
+		{`{"type":"array","items":{"type":"double"}}`, `[-0.0,5e-324,8.41e21]`, `[0.0,4.9E-324,8.41E21]`},
+	} {
+		s, err := connectschema.Parse([]byte(tc.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Compile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Append(nil, []byte(tc.payload))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Append(%s) = %s, %v; want %s", tc.payload, got, err, tc.want)
+		}
+	}
+}
+
+// A required field without a value is left out of the body, as
+// fromConnectData leaves out a null JsonNode (JsonConverter would have
+// refused the record before: the router never writes one).
+func TestRequiredNullLeftOut(t *testing.T) {
+	s, err := connectschema.Parse([]byte(`{"type":"struct","fields":[{"field":"a","type":"string"},{"field":"b","type":"int32","optional":true}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Append(nil, []byte(`{"a":null}`)); err != nil || string(got) != `{"b":null}` {
+		t.Fatalf("got %s, %v", got, err)
 	}
 }

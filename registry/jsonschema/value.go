@@ -1,9 +1,6 @@
 package jsonschema
 
-import (
-	"encoding/json"
-	"sort"
-)
+import "encoding/json"
 
 // schemaValue turns a default's body into the "default" of the schema
 // text: JsonSchemaData.toJsonSchemaValue hands everit a Java value (a
@@ -40,27 +37,18 @@ func appendSchemaValue(dst []byte, v any) []byte {
 			dst = appendSchemaValue(dst, it)
 		}
 		return append(dst, ']')
-	case map[string]any:
-		// Jackson's JSONObjectDeserializer puts into new JSONObject().
+	case *object:
+		// new JSONObject(text) puts into a new HashMap in the text's order.
 		dst = append(dst, '{')
-		for i, k := range newHashMapPut(sortedKeys(x)) {
+		for i, k := range newHashMapPut(x.keys) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			dst = appendJacksonString(dst, k)
 			dst = append(dst, ':')
-			dst = appendSchemaValue(dst, x[k])
+			dst = appendSchemaValue(dst, x.vals[k])
 		}
 		return append(dst, '}')
 	}
 	return dst
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
