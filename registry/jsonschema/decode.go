@@ -1,6 +1,7 @@
 package jsonschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,23 +135,96 @@ func (p *parser) array() (any, error) {
 	}
 }
 
-// string reads a JSON string; one with escapes goes through encoding/json
-// (which also turns invalid UTF-8 into U+FFFD, as it does without escapes
-// here for consistency).
+// string reads a JSON string.
 func (p *parser) string() (string, error) {
-	start := p.i
-	p.i++
-	escaped := false
-	for p.src[p.i] != '"' {
-		if p.src[p.i] == '\\' {
-			escaped = true
-			p.i++
+	end := valueEnd(p.src, p.i)
+	raw := p.src[p.i:end]
+	p.i = end
+	return unquote(raw)
+}
+
+// The span readers below walk JSON text json.Valid accepted, handing out
+// each value's text without decoding it.
+
+// members calls fn with each member of the object raw: the key's quoted
+// text and the value's text.
+func members(raw []byte, fn func(key, val []byte) error) error {
+	i := skipSpace(raw, 1)
+	for raw[i] != '}' {
+		kEnd := valueEnd(raw, i)
+		key := raw[i:kEnd]
+		i = skipSpace(raw, kEnd)
+		i = skipSpace(raw, i+1) // :
+		vEnd := valueEnd(raw, i)
+		if err := fn(key, raw[i:vEnd]); err != nil {
+			return err
 		}
-		p.i++
+		i = skipSpace(raw, vEnd)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
 	}
-	p.i++
-	raw := p.src[start:p.i]
-	if !escaped && utf8.Valid(raw) {
+	return nil
+}
+
+// elements calls fn with the text of each element of the array raw.
+func elements(raw []byte, fn func(val []byte) error) error {
+	i := skipSpace(raw, 1)
+	for raw[i] != ']' {
+		end := valueEnd(raw, i)
+		if err := fn(raw[i:end]); err != nil {
+			return err
+		}
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return nil
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the value starting at raw[i].
+func valueEnd(raw []byte, i int) int {
+	switch raw[i] {
+	case '"':
+		for i++; raw[i] != '"'; i++ {
+			if raw[i] == '\\' {
+				i++
+			}
+		}
+		return i + 1
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch raw[i] {
+			case '"':
+				i = valueEnd(raw, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(raw) && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' && raw[i] != ' ' && raw[i] != '\t' && raw[i] != '\n' && raw[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// unquote decodes a JSON string's text (invalid UTF-8 becomes U+FFFD, as
+// encoding/json reads it).
+func unquote(raw []byte) (string, error) {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	var s string

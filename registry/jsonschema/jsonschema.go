@@ -9,6 +9,7 @@
 package jsonschema
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,14 +22,16 @@ type Codec struct {
 	root   *connectschema.Schema
 	schema string
 	name   string
-	// defaults holds each schema's default, decoded once.
-	defaults map[*connectschema.Schema]any
+	// defaults holds each schema's default body, encoded once.
+	defaults map[*connectschema.Schema][]byte
+	// fields maps each struct schema's field names to their index.
+	fields map[*connectschema.Schema]map[string]int
 }
 
 // Compile converts a Connect schema as JsonSchemaData.fromConnectSchema
 // does with the JsonSchemaConverter defaults.
 func Compile(s *connectschema.Schema) (*Codec, error) {
-	c := &Codec{root: s, defaults: map[*connectschema.Schema]any{}}
+	c := &Codec{root: s, defaults: map[*connectschema.Schema][]byte{}, fields: map[*connectschema.Schema]map[string]int{}}
 	k, err := c.convert(s, -1, "")
 	if err != nil {
 		return nil, fmt.Errorf("converting a Connect schema to JSON Schema: %w", err)
@@ -193,6 +196,11 @@ func (c *Codec) convertMap(n *node, s *connectschema.Schema, path string) error 
 
 func (c *Codec) convertStruct(n *node, s *connectschema.Schema, path string) error {
 	n.kind, n.hasProp = kindObject, true
+	index := make(map[string]int, len(s.Fields))
+	for i, f := range s.Fields {
+		index[f.Name] = i
+	}
+	c.fields[s] = index
 	var props []named
 	for i, f := range s.Fields {
 		fn, err := c.convert(f.Schema, i, path+"."+f.Name)
@@ -214,9 +222,8 @@ func (c *Codec) optionalStruct(s *connectschema.Schema, index int, path string) 
 	if err != nil {
 		return nil, err
 	}
-	if s.Default != nil {
-		c.defaults[s] = c.defaults[&req]
-	}
+	c.defaults[s] = c.defaults[&req]
+	c.fields[s] = c.fields[&req]
 	n := &node{kind: kindOneOf, subs: []*node{{kind: kindNull}, inner}}
 	if index >= 0 {
 		n.unproc = append(n.unproc, prop{"connect.index", []byte(strconv.Itoa(index))})
@@ -262,15 +269,14 @@ func (c *Codec) annotate(n *node, s *connectschema.Schema, path string) error {
 		n.unproc = append(n.unproc, prop{"connect.parameters", append(obj, '}')})
 	}
 	if s.Default != nil {
-		v, err := decode(s.Default)
+		if !json.Valid(s.Default) {
+			return fmt.Errorf("%sdefault: not JSON", at(path))
+		}
+		body, err := c.encode(nil, s, s.Default, path)
 		if err != nil {
 			return fmt.Errorf("%sdefault: %w", at(path), err)
 		}
-		body, err := c.encode(nil, s, v, path)
-		if err != nil {
-			return fmt.Errorf("%sdefault: %w", at(path), err)
-		}
-		c.defaults[s] = v
+		c.defaults[s] = body
 		if n.def, err = schemaValue(body); err != nil {
 			return fmt.Errorf("%sdefault: %w", at(path), err)
 		}
