@@ -13,7 +13,8 @@ import (
 
 // Poison decides what happens to a poison row: one the router rejects
 // (rec is nil), or whose record the delivery refused before sending (rec is that
-// record, the error wraps ErrRecordRejected). Returning nil means the row
+// record, the error wraps ErrRecordRejected), or the converter refused (rec
+// is the router's record, the error a *ConvertError). Returning nil means the row
 // was dealt with and ack will be called (dead-lettered, or skipped with ack
 // called at once); returning an error stops the relay, having confirmed
 // everything before the row (errors.tolerance=none).
@@ -68,8 +69,12 @@ func NewPoisonPolicy(tolerance, connector string, dlq DeadLetterer, dlqTopic str
 		}
 		stage := "TRANSFORMATION"
 		var orig router.Record
+		var convErr *ConvertError
 		if rec != nil {
 			stage = "KAFKA_PRODUCE"
+			if errors.As(cause, &convErr) {
+				stage = convErr.Stage
+			}
 			orig = router.Record{Topic: rec.Topic, Partition: -1, Key: rec.Key, Value: rec.Value, Headers: rec.Headers, EventID: rec.EventID}
 		} else {
 			// The router produced nothing: dead-letter the row itself, as a

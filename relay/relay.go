@@ -59,6 +59,10 @@ type Options struct {
 	// Tracing records the spans of traced events (relay/trace.go); its
 	// zero value records none.
 	Tracing Tracing
+	// Convert, when set, rewrites each record's key and value after the
+	// router and before the delivery (the schema-registry converters;
+	// see Converter).
+	Convert Converter
 }
 
 // DefaultMaxInFlightRecords is Options.MaxInFlightRecords's default.

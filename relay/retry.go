@@ -60,7 +60,7 @@ func (r *relay) retry(ctx context.Context) error {
 // the relay; a session one (an aborted Kafka transaction: resume from the
 // last committed position) is retried. The marks are asked before the
 // source's rule, because kafka-go's error codes look like network errors.
-// A poison row and a record Kafka refused are final too (the delivery
+// A poison row (also one the converter refused) and a record Kafka refused are final too (the delivery
 // already retries transient Kafka errors forever). The source rules on the
 // rest: network failures and server shutdowns are retried; configuration,
 // permission and data errors are not.
@@ -71,7 +71,7 @@ func (r *relay) retryable(err error) bool {
 		return false
 	case terminal.IsSession(err):
 		return true
-	case err == nil, errors.As(err, &rowErr), errors.Is(err, ErrRecordFailed):
+	case err == nil, errors.As(err, &rowErr), errors.Is(err, ErrRecordFailed), isConvertError(err):
 		return false
 	}
 	return r.opt.Source.Retryable(err)

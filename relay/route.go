@@ -55,6 +55,11 @@ func (s *session) route(ctx context.Context, ev *router.Event) error {
 // send hands one record to the delivery, counted in the transaction before it
 // goes, so that its acknowledgement can never come first.
 func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record) error {
+	if s.opt.Convert != nil {
+		if err := s.convert(ctx, ev, rec); err != nil {
+			return s.unconvertible(ctx, ev, rec, err)
+		}
+	}
 	var sp *eventSpan // nil unless tracing records the event (relay/trace.go)
 	if s.opt.Tracing.Tracer != nil {
 		sp = s.traced(ev, rec)
@@ -90,6 +95,15 @@ func (s *session) send(ctx context.Context, ev *router.Event, rec *router.Record
 	return err
 }
 
+// unconvertible hands a record the converter refused (a *ConvertError)
+// to the poison policy, as the router wrote it; any other error stops.
+func (s *session) unconvertible(ctx context.Context, ev *router.Event, rec *router.Record, err error) error {
+	if !isConvertError(err) || s.opt.Poison == nil {
+		return err
+	}
+	return s.counted(ctx, ev, rec, err, recordBytes(rec))
+}
+
 // poison hands a row the router rejected to the poison policy: with none
 // it stops the relay (having confirmed everything before the row);
 // otherwise the policy acks the row once it is dead-lettered or skipped.
@@ -97,12 +111,17 @@ func (s *session) poison(ctx context.Context, ev *router.Event, rowErr *router.R
 	if s.opt.Poison == nil || rowErr.Fatal {
 		return rowErr
 	}
-	size := poisonRowBytes(ev.Row)
+	return s.counted(ctx, ev, nil, rowErr, poisonRowBytes(ev.Row))
+}
+
+// counted counts a poison row (one record of size bytes) in the budget
+// and the transaction, and hands it to the poison policy.
+func (s *session) counted(ctx context.Context, ev *router.Event, rec *router.Record, cause error, size int64) error {
 	if err := s.acquire(ctx, 1, size); err != nil {
 		return err
 	}
 	s.tx.Add(1)
-	if err := s.deadLetter(ctx, ev, nil, rowErr, size); err != nil {
+	if err := s.deadLetter(ctx, ev, rec, cause, size); err != nil {
 		s.budget.Release(1, size) // its ack will never come
 		return err
 	}
@@ -179,6 +198,15 @@ func (s *session) acquire(ctx context.Context, records int, bytes int64) error {
 // and a failed one only warrants a warning.
 func (s *session) heartbeat(ctx context.Context, at time.Time) error {
 	rec := s.opt.Router.Heartbeat(s.opt.HeartbeatTopic, at)
+	if s.opt.Convert != nil {
+		if err := s.convert(ctx, nil, &rec); err != nil {
+			if !isConvertError(err) {
+				return err
+			}
+			s.log.Warn("heartbeat not sent: the converter refused it", "topic", rec.Topic, "err", err)
+			return nil
+		}
+	}
 	size := recordBytes(&rec)
 	if err := s.acquire(ctx, 1, size); err != nil {
 		return err

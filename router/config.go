@@ -27,6 +27,13 @@ const (
 	StringConverterClass       = "org.apache.kafka.connect.storage.StringConverter"
 	JSONConverterClass         = "org.apache.kafka.connect.json.JsonConverter"
 	SimpleHeaderConverterClass = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+	// The schema-registry converters: the router writes their records as
+	// JsonConverter with schemas.enable=true ({"schema":…,"payload":…}),
+	// which package registry turns into the registry's wire format.
+	AvroConverterClass       = "io.confluent.connect.avro.AvroConverter"
+	JSONSchemaConverterClass = "io.confluent.connect.json.JsonSchemaConverter"
+	// ProtobufConverterClass is refused (no Protobuf schemas yet).
+	ProtobufConverterClass = "io.confluent.connect.protobuf.ProtobufConverter"
 )
 
 // Converter is how a record key or value is serialized, as Kafka Connect's
@@ -147,6 +154,12 @@ type Config struct {
 
 	KeyConverter   Converter // key.converter (+ key.converter.schemas.enable)
 	ValueConverter Converter // value.converter (+ value.converter.schemas.enable)
+	// KeyRegistry and ValueRegistry name the schema-registry converter
+	// class (AvroConverterClass, JSONSchemaConverterClass) of key.converter
+	// and value.converter, "" for none; the converter is then
+	// ConverterJSONWithSchema, and package registry converts its records.
+	KeyRegistry   string
+	ValueRegistry string
 	// DecimalHandlingMode is the connector's decimal.handling.mode; it only
 	// decides how a numeric column is written inside JSON ("string": a JSON
 	// string, "double": a JSON number, "precise": see docs/configuration.md, decimal.handling.mode).
@@ -300,9 +313,13 @@ func (c *Config) validateMessages() error {
 		return &ConfigError{Key: c.key(optTimestamp), Reason: fmt.Sprintf("cannot be used with %s: a message's JSON content has no timestamp type, and Debezium fails every message with it; remove it (the record timestamp is then the commit time)", DecodeMessageClass)}
 	}
 	for _, kv := range []struct {
-		key  string
-		conv Converter
-	}{{"key.converter", c.KeyConverter}, {"value.converter", c.ValueConverter}} {
+		key      string
+		conv     Converter
+		registry string
+	}{{"key.converter", c.KeyConverter, c.KeyRegistry}, {"value.converter", c.ValueConverter, c.ValueRegistry}} {
+		if kv.registry != "" {
+			return &ConfigError{Key: kv.key, Reason: fmt.Sprintf("%s is not supported with %s (outboxrelay does not infer Connect schemas for messages); use %s with %s.schemas.enable=false", kv.registry, DecodeMessageClass, JSONConverterClass, kv.key)}
+		}
 		if kv.conv == ConverterJSONWithSchema {
 			return &ConfigError{Key: kv.key + ".schemas.enable", Reason: fmt.Sprintf("JsonConverter schemas are not supported with %s (outboxrelay does not infer Connect schemas for messages); set %s.schemas.enable=false", DecodeMessageClass, kv.key)}
 		}
@@ -600,10 +617,10 @@ func resolveMissing(c *Config, newValue, oldValue string, warnings *[]string) (s
 
 func parseConverters(c *Config, m map[string]string, warnings *[]string) error {
 	var err error
-	if c.KeyConverter, err = parseConverter(m, "key.converter", warnings); err != nil {
+	if c.KeyConverter, c.KeyRegistry, err = parseConverter(m, "key.converter", warnings); err != nil {
 		return err
 	}
-	if c.ValueConverter, err = parseConverter(m, "value.converter", warnings); err != nil {
+	if c.ValueConverter, c.ValueRegistry, err = parseConverter(m, "value.converter", warnings); err != nil {
 		return err
 	}
 	if hc := strings.TrimSpace(m["header.converter"]); hc != "" && hc != SimpleHeaderConverterClass {
@@ -616,42 +633,51 @@ func parseConverters(c *Config, m map[string]string, warnings *[]string) error {
 // schemas.enable. JsonConverter's schemas.enable defaults to true, as in
 // Kafka Connect; with no converter at all outboxrelay's defaults apply
 // (see ConverterDefault), and an explicit schemas.enable still counts for a
-// value, whose default converter is JsonConverter.
-func parseConverter(m map[string]string, key string, warnings *[]string) (Converter, error) {
+// value, whose default converter is JsonConverter. A schema-registry
+// converter is returned as registry, its records written as
+// ConverterJSONWithSchema.
+func parseConverter(m map[string]string, key string, warnings *[]string) (conv Converter, registry string, _ error) {
 	class := strings.TrimSpace(m[key])
 	schemasKey := key + ".schemas.enable"
 	schemasText, schemasSet := m[schemasKey]
 	schemas := true
 	if schemasSet {
 		if err := parseBool(schemasKey, schemasText, &schemas); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 	}
 	switch class {
 	case "":
 		if !schemasSet {
-			return ConverterDefault, nil
+			return ConverterDefault, "", nil
 		}
 		if key == "key.converter" {
 			*warnings = append(*warnings, schemasKey+" is ignored: key.converter defaults to "+StringConverterClass)
-			return ConverterDefault, nil
+			return ConverterDefault, "", nil
 		}
 		if schemas {
-			return ConverterJSONWithSchema, nil
+			return ConverterJSONWithSchema, "", nil
 		}
-		return ConverterJSON, nil
+		return ConverterJSON, "", nil
 	case StringConverterClass:
 		if schemasSet {
 			*warnings = append(*warnings, schemasKey+" is ignored: StringConverter has no schemas")
 		}
-		return ConverterString, nil
+		return ConverterString, "", nil
 	case JSONConverterClass:
 		if schemas {
-			return ConverterJSONWithSchema, nil
+			return ConverterJSONWithSchema, "", nil
 		}
-		return ConverterJSON, nil
+		return ConverterJSON, "", nil
+	case AvroConverterClass, JSONSchemaConverterClass:
+		if schemasSet {
+			*warnings = append(*warnings, schemasKey+" is ignored: "+class+" always writes its schema to the registry")
+		}
+		return ConverterJSONWithSchema, class, nil
+	case ProtobufConverterClass:
+		return 0, "", &ConfigError{Key: key, Reason: fmt.Sprintf("%s is not supported (no Protobuf schemas yet); write %s or %s", class, AvroConverterClass, JSONSchemaConverterClass)}
 	}
-	return 0, &ConfigError{Key: key, Reason: fmt.Sprintf("%s is not supported; write %s or %s", class, StringConverterClass, JSONConverterClass)}
+	return 0, "", &ConfigError{Key: key, Reason: fmt.Sprintf("%s is not supported; write %s, %s, %s or %s", class, StringConverterClass, JSONConverterClass, AvroConverterClass, JSONSchemaConverterClass)}
 }
 
 // readBool reads a boolean key through its declaration (internal/confkey):

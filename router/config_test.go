@@ -94,7 +94,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad null behavior", map[string]string{"transforms.outbox.table.json.payload.null.behavior": "keep"}, "transforms.outbox.table.json.payload.null.behavior", "ignore, optional_bytes"},
 		{"bad empty array behavior", map[string]string{"transforms.outbox.table.json.payload.empty.array.behavior": "keep"}, "transforms.outbox.table.json.payload.empty.array.behavior", "ignore, optional_string"},
 		{"bad boolean", map[string]string{"transforms.outbox.table.expand.json.payload": "yes"}, "transforms.outbox.table.expand.json.payload", "true or false"},
-		{"avro converter", map[string]string{"value.converter": "io.confluent.connect.avro.AvroConverter"}, "value.converter", JSONConverterClass},
+		{"protobuf converter", map[string]string{"value.converter": ProtobufConverterClass}, "value.converter", "no Protobuf"},
+		{"protobuf key converter", map[string]string{"key.converter": ProtobufConverterClass}, "key.converter", AvroConverterClass},
+		{"avro converter with messages", map[string]string{"transforms": "decode,outbox", "transforms.decode.type": DecodeMessageClass, "value.converter": AvroConverterClass}, "value.converter", "does not infer Connect schemas"},
 		{"json header converter", map[string]string{"header.converter": JSONConverterClass}, "header.converter", SimpleHeaderConverterClass},
 		{"predicate", map[string]string{"transforms.outbox.predicate": "isOutbox"}, "transforms.outbox.predicate", "publication"},
 		{"extended headers without prefix", map[string]string{"extended.headers.enabled": "true", "topic.prefix": "-"}, "topic.prefix", "logical name"},
@@ -170,6 +172,12 @@ func TestParseConfigOptions(t *testing.T) {
 			return c.KeyConverter == ConverterString && c.ValueConverter == ConverterString
 		}},
 		{"value schemas without converter", map[string]string{"value.converter.schemas.enable": "true"}, func(c Config) bool { return c.ValueConverter == ConverterJSONWithSchema }},
+		{"avro converters write JsonConverter schemas", map[string]string{"key.converter": AvroConverterClass, "value.converter": AvroConverterClass}, func(c Config) bool {
+			return c.KeyConverter == ConverterJSONWithSchema && c.ValueConverter == ConverterJSONWithSchema && c.KeyRegistry == AvroConverterClass && c.ValueRegistry == AvroConverterClass
+		}},
+		{"json schema converter ignores schemas.enable", map[string]string{"value.converter": JSONSchemaConverterClass, "value.converter.schemas.enable": "false"}, func(c Config) bool {
+			return c.ValueConverter == ConverterJSONWithSchema && c.ValueRegistry == JSONSchemaConverterClass && c.KeyRegistry == ""
+		}},
 		{"simple header converter accepted", map[string]string{"header.converter": SimpleHeaderConverterClass}, func(c Config) bool { return true }},
 		{"tombstone and extended headers", map[string]string{"transforms.outbox.route.tombstone.on.empty.payload": " TRUE ", "extended.headers.enabled": "true"}, func(c Config) bool {
 			return c.RouteTombstoneOnEmptyPayload && c.ExtendedHeaders

@@ -349,6 +349,10 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 	if err != nil {
 		return relay.Options{}, err
 	}
+	convert, err := set.Converter()
+	if err != nil {
+		return relay.Options{}, err
+	}
 	if set.ExactlyOnceRequired {
 		log.Info("exactly-once: Kafka transactions", "transactional.id", set.ExactlyOnce.TransactionalID, "transaction.boundary", set.ExactlyOnce.Boundary)
 	}
@@ -359,6 +363,7 @@ func wire(set *setup.Setup, producer *sink.Producer, m *metrics, log *slog.Logge
 		Log:            log,
 		Observer:       m,
 		Poison:         poison,
+		Convert:        convert,
 		HeartbeatTopic: set.Postgres.HeartbeatTopic,
 		// The stream stops reading at buffer.memory, answering the
 		// server while it waits; the producer then never blocks Send.

@@ -291,7 +291,7 @@ func TestWarnings(t *testing.T) {
 		{"sasl.jaas.confg", "x", "not a SASL key outboxrelay reads (is it misspelt?)"},
 		{"errors.tolerence", "all", "it reads no other errors.* key (is it misspelt?)"},
 		{"heartbeat.interval", "1000", "not a heartbeat key outboxrelay reads (is it misspelt?)"},
-		{"value.converter.schemas.enabled", "false", "take no option but schemas.enable (is the key misspelt?)"},
+		{"value.converter.schemas.enabled", "false", "JsonConverter takes schemas.enable, the schema-registry converters the keys listed here (is the key misspelt?)"},
 		{"database.initial.statements", "SET x=1", "runs no statements of its own"},
 		{"errors.deadletterqueue.context.headers.enable", "true", "always adds the __connect.errors.* context headers"},
 	}
@@ -324,7 +324,8 @@ func TestUnsupported(t *testing.T) {
 		{"snapshot custom", `"snapshot.mode": "custom"`, []string{`snapshot.mode: "custom" is not supported`, "initial, no_data"}},
 		{"snapshot recovery", `"snapshot.mode": "recovery"`, []string{"snapshot.mode"}},
 		{"publication mode", `"publication.autocreate.mode": "some"`, []string{"publication.autocreate.mode", "write disabled"}},
-		{"avro keys", `"key.converter": "io.confluent.connect.avro.AvroConverter"`, []string{"key.converter", "StringConverter or JsonConverter"}},
+		{"protobuf keys", `"key.converter": "io.confluent.connect.protobuf.ProtobufConverter"`, []string{"key.converter", "no ProtobufConverter"}},
+		{"registry SASL_INHERIT", `"value.converter.basic.auth.credentials.source": "SASL_INHERIT"`, []string{"value.converter.basic.auth.credentials.source", "SASL_INHERIT", "USER_INFO"}},
 		{"bytes values", `"value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"`, []string{"value.converter"}},
 		{"header converter", `"header.converter": "org.apache.kafka.connect.json.JsonConverter"`, []string{"header.converter", "SimpleHeaderConverter"}},
 		{"acks=1", `"producer.override.acks": "1"`, []string{"producer.override.acks", "set acks=all"}},

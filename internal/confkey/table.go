@@ -9,6 +9,9 @@ const (
 	stringConverterClass       = "org.apache.kafka.connect.storage.StringConverter"
 	jsonConverterClass         = "org.apache.kafka.connect.json.JsonConverter"
 	simpleHeaderConverterClass = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+	avroConverterClass         = "io.confluent.connect.avro.AvroConverter"
+	jsonSchemaConverterClass   = "io.confluent.connect.json.JsonSchemaConverter"
+	topicNameStrategyClass     = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
 )
 
 // Reasons shared by several no-effect keys.
@@ -25,8 +28,56 @@ const (
 	adminSettings = "outboxrelay creates topics with the producer's connection settings"
 )
 
-func keyTable() []KeyDoc {
+// registryKeys declares the schema-registry converters' options under
+// key.converter. or value.converter. (side "key" or "value"), as
+// Confluent's AbstractKafkaSchemaSerDeConfig names them; package registry
+// reads them.
+func registryKeys(side string) []KeyDoc {
+	p := side + ".converter."
+	tls := p + "schema.registry.ssl."
+	const reg = " (with AvroConverter or JsonSchemaConverter)"
 	return []KeyDoc{
+		{Key: p + "schema.registry.url", Kind: KindList, Sections: SectionRelay, Origin: OriginConnect,
+			Doc: "the schema registry's URL, or several comma separated (tried in turn); required" + reg},
+		{Key: p + "basic.auth.credentials.source", Sections: SectionRelay, Origin: OriginConnect, Default: "URL",
+			Doc:     "where HTTP basic auth's user:password comes from: URL (the URL's user info, if any) or USER_INFO (basic.auth.user.info)",
+			Values:  []string{"URL", "USER_INFO"},
+			Instead: "outboxrelay has no Kafka SASL login to inherit (SASL_INHERIT); set " + p + "basic.auth.credentials.source=USER_INFO and " + p + "basic.auth.user.info=user:password"},
+		{Key: p + "basic.auth.user.info", Sections: SectionRelay, Origin: OriginConnect, Secret: true,
+			Doc: "user:password for HTTP basic auth with basic.auth.credentials.source=USER_INFO; use ${env:NAME} or ${file:path:key}"},
+		{Key: p + "bearer.auth.credentials.source", Sections: SectionRelay, Origin: OriginConnect,
+			Doc:     "STATIC_TOKEN: send bearer.auth.token as an HTTP bearer token (instead of basic auth)",
+			Values:  []string{"STATIC_TOKEN"},
+			Instead: "outboxrelay sends a static bearer token only; set " + p + "bearer.auth.credentials.source=STATIC_TOKEN and " + p + "bearer.auth.token"},
+		{Key: p + "bearer.auth.token", Sections: SectionRelay, Origin: OriginConnect, Secret: true,
+			Doc: "the bearer token with bearer.auth.credentials.source=STATIC_TOKEN; use ${env:NAME} or ${file:path:key}"},
+		{Key: tls + "truststore.location", Sections: SectionRelay, Origin: OriginConnect, Doc: "PEM file of the CA that signed the registry's certificate; unset: the system roots"},
+		{Key: tls + "truststore.type", Sections: SectionRelay, Origin: OriginConnect, Default: "PEM", Values: []string{"PEM"},
+			Doc:     "only PEM (convert a JKS or PKCS12 store with keytool -exportcert -rfc)",
+			Instead: "only PEM trust stores are read; convert it (keytool -exportcert -rfc) and set " + tls + "truststore.type=PEM"},
+		{Key: tls + "truststore.password", Sections: SectionRelay, Origin: OriginConnect, Secret: true, Doc: "accepted and unused: a PEM trust store has none"},
+		{Key: tls + "keystore.location", Sections: SectionRelay, Origin: OriginConnect, Doc: "PEM file with the client certificate chain and its unencrypted key, for TLS client authentication"},
+		{Key: tls + "keystore.type", Sections: SectionRelay, Origin: OriginConnect, Default: "PEM", Values: []string{"PEM"},
+			Doc:     "only PEM (one file: the certificate chain and an unencrypted key)",
+			Instead: "only PEM key stores are read; export the chain and the unencrypted key to one PEM file (openssl pkcs12 -nodes) and set " + tls + "keystore.type=PEM"},
+		{Key: tls + "keystore.password", Sections: SectionRelay, Origin: OriginConnect, Secret: true, Doc: "accepted and unused: a PEM key store has none"},
+		{Key: tls + "key.password", Sections: SectionRelay, Origin: OriginConnect, Secret: true, Values: []string{""}, Doc: "refused",
+			Instead: "encrypted private keys are not supported; decrypt the key (openssl pkey) and remove " + tls + "key.password"},
+		{Key: p + "auto.register.schemas", Kind: KindBool, Sections: SectionRelay, Origin: OriginConnect, Default: "true",
+			Doc: "register each new schema under its subject; false: look it up (the registry must hold it already, else the record is a poison row)"},
+		{Key: p + "use.latest.version", Kind: KindBool, Sections: SectionRelay, Origin: OriginConnect, Default: "false",
+			Doc: "with auto.register.schemas=false: write with the subject's latest schema id; outboxrelay accepts only a latest schema equal to the one the record has (else the record is a poison row)"},
+		{Key: p + "latest.compatibility.strict", Kind: KindBool, Sections: SectionRelay, Origin: OriginConnect, Default: "true",
+			Doc: "with use.latest.version: accepted; outboxrelay's check (the latest schema is the record's own) is stricter than either setting"},
+		{Key: p + side + ".subject.name.strategy", Sections: SectionRelay, Origin: OriginConnect, Default: topicNameStrategyClass,
+			Doc: "the subject a schema is registered under: TopicNameStrategy (<topic>-" + side + "), RecordNameStrategy (the record's full name), TopicRecordNameStrategy (<topic>-<name>); the short names too",
+			Values: []string{topicNameStrategyClass, "io.confluent.kafka.serializers.subject.RecordNameStrategy", "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy",
+				"TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"}},
+	}
+}
+
+func keyTable() []KeyDoc {
+	t := []KeyDoc{
 		// Kafka Connect's connector-level keys.
 		{Key: "name", Origin: OriginConnect, Doc: "connector name; must equal the top-level \"name\" when both are set"},
 		{Key: "connector.class", Origin: OriginConnect, Default: postgresConnectorClass, Doc: "checked only",
@@ -59,16 +110,16 @@ func keyTable() []KeyDoc {
 			Doc: "an option of DecodeLogicalDecodingMessageContent: JSON nulls of a message's content become fields with a null value instead of being left out"},
 		{Key: "key.converter", Sections: SectionRouter, Origin: OriginConnect, Default: stringConverterClass,
 			Doc:     "record key serialization (Connect's worker default is JsonConverter; outboxrelay's is StringConverter)",
-			Values:  []string{stringConverterClass, jsonConverterClass},
-			Instead: "outboxrelay writes keys as Connect's StringConverter or JsonConverter; set key.converter=" + stringConverterClass + " or " + jsonConverterClass},
+			Values:  []string{stringConverterClass, jsonConverterClass, avroConverterClass, jsonSchemaConverterClass},
+			Instead: "outboxrelay writes keys as Connect's StringConverter, JsonConverter, or Confluent's AvroConverter or JsonSchemaConverter (no ProtobufConverter); set key.converter to one of " + stringConverterClass + ", " + jsonConverterClass + ", " + avroConverterClass + ", " + jsonSchemaConverterClass},
 		{Key: "key.converter.schemas.enable", Kind: KindBool, Sections: SectionRouter, Origin: OriginConnect, DefaultDoc: "true with JsonConverter", Doc: "JsonConverter keys with a schema envelope"},
-		{Key: "key.converter.*", Origin: OriginConnect, NoEffect: "outboxrelay's converters take no option but schemas.enable (is the key misspelt?)"},
+		{Key: "key.converter.*", Origin: OriginConnect, NoEffect: "not an option of outboxrelay's converters: JsonConverter takes schemas.enable, the schema-registry converters the keys listed here (is the key misspelt?)"},
 		{Key: "value.converter", Sections: SectionRouter, Origin: OriginConnect, Default: jsonConverterClass,
 			Doc:     "record value serialization; JsonConverter with value.converter.schemas.enable=false by default",
-			Values:  []string{stringConverterClass, jsonConverterClass},
-			Instead: "outboxrelay writes values as Connect's StringConverter or JsonConverter; set value.converter=" + jsonConverterClass + " or " + stringConverterClass},
+			Values:  []string{stringConverterClass, jsonConverterClass, avroConverterClass, jsonSchemaConverterClass},
+			Instead: "outboxrelay writes values as Connect's StringConverter, JsonConverter, or Confluent's AvroConverter or JsonSchemaConverter (no ProtobufConverter); set value.converter to one of " + jsonConverterClass + ", " + stringConverterClass + ", " + avroConverterClass + ", " + jsonSchemaConverterClass},
 		{Key: "value.converter.schemas.enable", Kind: KindBool, Sections: SectionRouter, Origin: OriginConnect, DefaultDoc: "false (outboxrelay's JsonConverter default)", Doc: "JsonConverter values with a schema envelope"},
-		{Key: "value.converter.*", Origin: OriginConnect, NoEffect: "outboxrelay's converters take no option but schemas.enable (is the key misspelt?)"},
+		{Key: "value.converter.*", Origin: OriginConnect, NoEffect: "not an option of outboxrelay's converters: JsonConverter takes schemas.enable, the schema-registry converters the keys listed here (is the key misspelt?)"},
 		{Key: "header.converter", Sections: SectionRouter, Origin: OriginConnect, Default: simpleHeaderConverterClass,
 			Doc:     "header serialization",
 			Values:  []string{simpleHeaderConverterClass},
@@ -325,4 +376,6 @@ func keyTable() []KeyDoc {
 			Values:  []string{""},
 			Instead: "outboxrelay partitions as Kafka's default partitioner (murmur2 of the serialized key) or by a partition placement; remove partitioner.class"},
 	}
+	t = append(t, registryKeys("key")...)
+	return append(t, registryKeys("value")...)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
 	"github.com/outboxrelay/outboxrelay/internal/confkey"
+	"github.com/outboxrelay/outboxrelay/registry"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
@@ -60,13 +61,17 @@ func TestDeclaredDefaultsAreApplied(t *testing.T) {
 // notStored are keys with a declared default that no component keeps a
 // value of, and why.
 var notStored = map[string]string{
-	"header.converter":                       "the router accepts only SimpleHeaderConverter and keeps no choice",
-	"binary.handling.mode":                   "checked only when messages are routed; bytes is the only mode the decoder accepts",
-	"skipped.operations":                     "accepted; the router skips updates, deletes and truncates whatever it says",
-	"acks":                                   "checked only: the producer always waits for acks=all",
-	"ssl.truststore.type":                    "checked only: PEM is the one type read",
-	"ssl.keystore.type":                      "checked only: PEM is the one type read",
-	"transforms.<alias>.fields.null.include": "an option of the decode transformation, read only when it is chained; checked by TestDeclaredDefaultsWithMessages",
+	"header.converter":     "the router accepts only SimpleHeaderConverter and keeps no choice",
+	"binary.handling.mode": "checked only when messages are routed; bytes is the only mode the decoder accepts",
+	"skipped.operations":   "accepted; the router skips updates, deletes and truncates whatever it says",
+	"acks":                 "checked only: the producer always waits for acks=all",
+	"ssl.truststore.type":  "checked only: PEM is the one type read",
+	"ssl.keystore.type":    "checked only: PEM is the one type read",
+	"key.converter.schema.registry.ssl.truststore.type":   "checked only: PEM is the one type read",
+	"key.converter.schema.registry.ssl.keystore.type":     "checked only: PEM is the one type read",
+	"value.converter.schema.registry.ssl.truststore.type": "checked only: PEM is the one type read",
+	"value.converter.schema.registry.ssl.keystore.type":   "checked only: PEM is the one type read",
+	"transforms.<alias>.fields.null.include":              "an option of the decode transformation, read only when it is chained; checked by TestDeclaredDefaultsWithMessages",
 }
 
 // effectiveValues renders, in the form one writes in the file, the value
@@ -82,7 +87,7 @@ func effectiveValues(s *Setup) map[string]string {
 	}
 	required := map[bool]string{true: "required", false: "requested"}
 	endpoint := map[bool]string{true: "", false: "https"}
-	return map[string]string{
+	m := map[string]string{
 		opt("table.field.event.id"): r.EventIDField, opt("table.field.event.key"): r.EventKeyField,
 		opt("table.field.event.type"): r.EventTypeField, opt("table.field.event.payload"): r.PayloadField,
 		opt("table.field.additional.missing"):           r.AdditionalMissing,
@@ -149,6 +154,18 @@ func effectiveValues(s *Setup) map[string]string {
 		"enable.idempotence":                            b(!k.DisableIdempotence),
 		"buffer.memory":                                 strconv.FormatInt(k.BufferMemory, 10),
 	}
+	for _, rs := range []registry.Side{s.Registry.Key, s.Registry.Value} {
+		p, strategy := rs.Prefix(), "value.subject.name.strategy"
+		if rs.IsKey {
+			strategy = "key.subject.name.strategy"
+		}
+		m[p+"auto.register.schemas"] = b(rs.AutoRegister)
+		m[p+"use.latest.version"] = b(rs.UseLatest)
+		m[p+"latest.compatibility.strict"] = b(rs.LatestStrict)
+		m[p+strategy] = "io.confluent.kafka.serializers.subject." + rs.Strategy.String()
+		m[p+"basic.auth.credentials.source"] = rs.Source
+	}
+	return m
 }
 
 func converterClass(c router.Converter) string {

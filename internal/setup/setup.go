@@ -18,6 +18,7 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/poll"
 	"github.com/outboxrelay/outboxrelay/postgres"
+	"github.com/outboxrelay/outboxrelay/registry"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/replication"
 	"github.com/outboxrelay/outboxrelay/router"
@@ -39,6 +40,9 @@ type Setup struct {
 	// of Kafka transactions in ExactlyOnce (parsed and checked either way).
 	ExactlyOnceRequired bool
 	ExactlyOnce         exactlyonce.Config
+	// Registry is the schema-registry converters' configuration
+	// (key.converter.* and value.converter.*).
+	Registry registry.Config
 }
 
 // parseExactlyOnce reads exactly.once.support (required) and the keys of
@@ -144,6 +148,12 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 		errs = append(errs, fmt.Errorf("%s=false with exactly.once.support=required: Kafka transactions need the idempotent producer; remove %s (or set it to true), or remove exactly.once.support",
 			sink.KeyIdempotence, sink.KeyIdempotence))
 	}
+	reg, err := registry.ParseConfig(cfg.Relay, rcfg.KeyRegistry, rcfg.ValueRegistry)
+	errs = append(errs, err)
+	if err == nil {
+		_, err = registry.NewConverter(reg, Formats()) // formats built in, TLS files readable
+		errs = append(errs, err)
+	}
 	tolerance, err := confkey.Read(cfg.Relay).Enum("errors.tolerance")
 	errs = append(errs, err)
 	if err == nil {
@@ -157,7 +167,19 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance, Offsets: ocfg, ExactlyOnceRequired: eosRequired, ExactlyOnce: eos}, nil
+	return &Setup{File: cfg, Postgres: pcfg, Router: rt, Kafka: scfg, Janitor: jcfg, Poll: pollCfg, Tolerance: tolerance, Offsets: ocfg, ExactlyOnceRequired: eosRequired, ExactlyOnce: eos, Registry: reg}, nil
+}
+
+// Converter returns the stage that turns records into a schema
+// registry's wire format (key.converter or value.converter is
+// AvroConverter or JsonSchemaConverter), or nil when there is none. Each
+// call returns a new converter with caches of its own: one per run.
+func (s *Setup) Converter() (relay.Converter, error) {
+	c, err := registry.NewConverter(s.Registry, Formats())
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Producer returns the Kafka producer the configuration describes.

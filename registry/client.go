@@ -1,0 +1,263 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/outboxrelay/outboxrelay/internal/config"
+)
+
+// requestTimeout bounds one request (Confluent's client: http read
+// timeout 30 s by default).
+const requestTimeout = 30 * time.Second
+
+// maxResponse bounds a response body read: a schema is a few kilobytes;
+// a list of subjects of a large registry some hundred.
+const maxResponse = 8 << 20
+
+// maxTLSFile bounds a PEM file read (as the sink's).
+const maxTLSFile = 1 << 20
+
+// contentType is the registry's JSON media type.
+const contentType = "application/vnd.schemaregistry.v1+json"
+
+// Client speaks Confluent Schema Registry's REST API to one registry,
+// reachable at several URLs tried in turn. It is safe for concurrent use.
+type Client struct {
+	urls   []string
+	http   *http.Client
+	user   string
+	pass   string
+	bearer string
+	prefix string // the side's key prefix, for errors naming keys
+}
+
+// NewClient returns the client of one converter's registry; it reads its
+// TLS files, and does not connect.
+func NewClient(s Side) (*Client, error) {
+	tc, err := tlsConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	tr.MaxIdleConnsPerHost = 4
+	return &Client{
+		urls: s.URLs, http: &http.Client{Transport: tr, Timeout: requestTimeout},
+		user: s.User, pass: s.Password, bearer: s.BearerToken, prefix: s.Prefix(),
+	}, nil
+}
+
+// tlsConfig reads the PEM files of schema.registry.ssl.*.
+func tlsConfig(s Side) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	key := s.Prefix() + "schema.registry.ssl."
+	if s.TLSCAFile != "" {
+		pem, err := config.ReadFile(s.TLSCAFile, maxTLSFile, "a TLS file ("+key+"truststore.location)")
+		if err != nil {
+			return nil, fmt.Errorf("reading %struststore.location: %w", key, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%struststore.location=%s: no PEM certificate found in the file", key, s.TLSCAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if s.TLSKeyFile != "" {
+		pem, err := config.ReadFile(s.TLSKeyFile, maxTLSFile, "a TLS file ("+key+"keystore.location)")
+		if err != nil {
+			return nil, fmt.Errorf("reading %skeystore.location: %w", key, err)
+		}
+		cert, err := tls.X509KeyPair(pem, pem)
+		if err != nil {
+			return nil, fmt.Errorf("%skeystore.location=%s: want one PEM file with the certificate chain and an unencrypted key: %w", key, s.TLSKeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// Error is an answer of the registry other than success: the HTTP status,
+// and the registry's error_code and message when its body had them.
+type Error struct {
+	Op      string // what was asked: "registering a schema under subject s"
+	URL     string // the base URL that answered
+	Status  int
+	Code    int // the registry's error_code (e.g. 409, 42201, 40401); 0 if none
+	Message string
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if e.Code != 0 {
+		return fmt.Sprintf("%s: %s answered HTTP %d, error code %d: %s", e.Op, e.URL, e.Status, e.Code, msg)
+	}
+	return fmt.Sprintf("%s: %s answered HTTP %d: %s", e.Op, e.URL, e.Status, msg)
+}
+
+// Unavailable reports whether the registry may answer otherwise later: a
+// 5xx (or 408, 429), as opposed to a refusal of the request.
+func (e *Error) Unavailable() bool {
+	return e.Status >= 500 || e.Status == http.StatusRequestTimeout || e.Status == http.StatusTooManyRequests
+}
+
+// Unauthorized reports a 401 or 403: the credentials are wrong or lack
+// the permission; retrying cannot help.
+func (e *Error) Unauthorized() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+}
+
+// NetError is a request that got no answer from any URL (connection
+// refused, timeout, TLS): the registry may be back later, unless the
+// certificate did not verify.
+type NetError struct {
+	Op  string
+	Err error // the last URL's
+}
+
+func (e *NetError) Error() string { return fmt.Sprintf("%s: no answer: %v", e.Op, e.Err) }
+func (e *NetError) Unwrap() error { return e.Err }
+
+// SubjectSchema is a registered schema under a subject.
+type SubjectSchema struct {
+	Subject    string `json:"subject"`
+	Version    int    `json:"version"`
+	ID         int    `json:"id"`
+	SchemaType string `json:"schemaType"` // "" is AVRO
+	Schema     string `json:"schema"`
+}
+
+// schemaRequest is RegisterSchemaRequest's body.
+type schemaRequest struct {
+	Schema     string `json:"schema"`
+	SchemaType string `json:"schemaType,omitempty"`
+}
+
+// Register registers schema under subject (POST
+// /subjects/{subject}/versions, as RestService.registerSchema) and returns
+// its id; registering a schema the subject holds already returns its id
+// and adds no version. schemaType "AVRO" is sent as no type, as
+// Confluent's client does.
+func (c *Client) Register(ctx context.Context, subject, schemaType, schema string) (int, error) {
+	var out struct {
+		ID int `json:"id"`
+	}
+	op := "registering a schema under subject " + strconv.Quote(subject)
+	err := c.do(ctx, op, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"/versions?normalize=false", request(schemaType, schema), &out)
+	return out.ID, err
+}
+
+// Lookup returns the id of schema under subject without registering it
+// (POST /subjects/{subject}, as RestService.lookUpSubjectVersion: what
+// auto.register.schemas=false does); a schema the subject does not hold
+// is an Error with status 404 (error code 40401 or 40403).
+func (c *Client) Lookup(ctx context.Context, subject, schemaType, schema string) (SubjectSchema, error) {
+	var out SubjectSchema
+	op := "looking up a schema under subject " + strconv.Quote(subject)
+	err := c.do(ctx, op, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"?normalize=false&deleted=false", request(schemaType, schema), &out)
+	return out, err
+}
+
+// Latest returns the subject's latest version (GET
+// /subjects/{subject}/versions/latest: use.latest.version).
+func (c *Client) Latest(ctx context.Context, subject string) (SubjectSchema, error) {
+	var out SubjectSchema
+	op := "reading the latest schema of subject " + strconv.Quote(subject)
+	err := c.do(ctx, op, http.MethodGet, "/subjects/"+url.PathEscape(subject)+"/versions/latest", nil, &out)
+	return out, err
+}
+
+// Subjects lists the registry's subjects (GET /subjects).
+func (c *Client) Subjects(ctx context.Context) ([]string, error) {
+	var out []string
+	err := c.do(ctx, "listing subjects", http.MethodGet, "/subjects", nil, &out)
+	return out, err
+}
+
+func request(schemaType, schema string) []byte {
+	r := schemaRequest{Schema: schema}
+	if schemaType != "AVRO" {
+		r.SchemaType = schemaType
+	}
+	b, _ := json.Marshal(r) // two strings: cannot fail
+	return b
+}
+
+// do sends one request to each URL in turn until one answers; a 5xx
+// answer also moves on to the next URL. The last failure is returned.
+func (c *Client) do(ctx context.Context, op, method, path string, body []byte, out any) error {
+	var last error
+	for _, base := range c.urls {
+		err := c.once(ctx, op, method, base, path, body, out)
+		if err == nil {
+			return nil
+		}
+		last = err
+		var e *Error
+		if errors.As(err, &e) && !e.Unavailable() || ctx.Err() != nil {
+			return err
+		}
+	}
+	return last
+}
+
+func (c *Client) once(ctx context.Context, op, method, base, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	req.Header.Set("Accept", contentType)
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	switch {
+	case c.bearer != "":
+		req.Header.Set("Authorization", "Bearer "+c.bearer)
+	case c.user != "":
+		req.SetBasicAuth(c.user, c.pass)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return &NetError{Op: op, Err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err != nil {
+		return &NetError{Op: op, Err: fmt.Errorf("reading the answer of %s: %w", base, err)}
+	}
+	if len(data) > maxResponse {
+		return fmt.Errorf("%s: %s answered more than %d bytes", op, base, maxResponse)
+	}
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Op: op, URL: base, Status: resp.StatusCode}
+		var body struct {
+			Code    int    `json:"error_code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(data, &body) == nil {
+			e.Code, e.Message = body.Code, body.Message
+		}
+		return e
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s: %s answered HTTP %d with a body that is not the registry's JSON: %w", op, base, resp.StatusCode, err)
+	}
+	return nil
+}

@@ -1,0 +1,505 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/outboxrelay/outboxrelay/internal/connectschema"
+	"github.com/outboxrelay/outboxrelay/internal/terminal"
+	"github.com/outboxrelay/outboxrelay/relay"
+	"github.com/outboxrelay/outboxrelay/router"
+)
+
+// testCodec is a test-only format: the registered schema is
+// {"test":<the Connect schema's type>,"name":…}; the body is the payload
+// JSON itself, so that a test reads it back without a real decoder.
+type testCodec struct {
+	name, typ string
+}
+
+func (c *testCodec) Schema() string {
+	return fmt.Sprintf(`{"test":%q,"name":%q}`, c.typ, c.name)
+}
+func (c *testCodec) Name() string { return c.name }
+func (c *testCodec) Append(dst, payload []byte) ([]byte, error) {
+	if bytes.HasPrefix(payload, []byte(`"bad`)) {
+		return dst, errors.New("the test codec refuses payloads starting with bad")
+	}
+	return append(dst, payload...), nil
+}
+
+var compiles atomic.Int64
+
+var testFormat = Format{SchemaType: "JSON", Compile: func(s *connectschema.Schema) (Codec, error) {
+	compiles.Add(1)
+	if s.Name == "refused" {
+		return nil, errors.New("the test codec cannot compile schemas named refused")
+	}
+	name := s.Name
+	if name == "" {
+		name = string(s.Type)
+	}
+	return &testCodec{name: name, typ: string(s.Type)}, nil
+}}
+
+const testClass = "io.confluent.connect.json.JsonSchemaConverter"
+
+var testFormats = map[string]Format{testClass: testFormat}
+
+func testSide(url string, isKey bool) Side {
+	return Side{Class: testClass, IsKey: isKey, URLs: []string{url}, AutoRegister: true, LatestStrict: true}
+}
+
+func newConverter(t *testing.T, cfg Config) *Converter {
+	t.Helper()
+	c, err := NewConverter(cfg, testFormats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// envelope is what the router writes for JsonConverter schemas.enable=true.
+func envelope(schema, payload string) []byte {
+	return []byte(`{"schema":` + schema + `,"payload":` + payload + `}`)
+}
+
+const stringSchema = `{"type":"string","optional":false}`
+const orderSchema = `{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"}],"optional":false,"name":"Order"}`
+
+func record(topic, id string, key, value []byte) *router.Record {
+	return &router.Record{Topic: topic, Partition: -1, Key: key, Value: value, EventID: id}
+}
+
+// wire splits a Confluent wire-format record: magic byte, schema id, body.
+func wire(t *testing.T, b []byte) (int, []byte) {
+	t.Helper()
+	if len(b) < 5 || b[0] != 0 {
+		t.Fatalf("not the wire format: % x", b)
+	}
+	return int(binary.BigEndian.Uint32(b[1:5])), b[5:]
+}
+
+// registeredID is the id srfake holds for subject's version 1.
+func registeredID(t *testing.T, reg *srfake.Registry, subject string) (int, string) {
+	t.Helper()
+	ss, ok := reg.GetSchema(subject, 1)
+	if !ok {
+		t.Fatalf("subject %s not registered", subject)
+	}
+	return ss.ID, ss.Schema.Schema
+}
+
+func TestConvertWritesTheWireFormat(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	c := newConverter(t, Config{Key: testSide(reg.URL(), true), Value: testSide(reg.URL(), false)})
+	rec := record("outbox.event.order", "e1", envelope(stringSchema, `"k1"`), envelope(orderSchema, `{"id":7}`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	kid, kbody := wire(t, rec.Key)
+	vid, vbody := wire(t, rec.Value)
+	if want, schema := registeredID(t, reg, "outbox.event.order-key"); kid != want || schema != `{"test":"string","name":"string"}` {
+		t.Errorf("key id %d schema %s, registry has %d", kid, schema, want)
+	}
+	if want, _ := registeredID(t, reg, "outbox.event.order-value"); vid != want {
+		t.Errorf("value id %d, registry has %d", vid, want)
+	}
+	if string(kbody) != `"k1"` || string(vbody) != `{"id":7}` {
+		t.Errorf("bodies %s / %s", kbody, vbody)
+	}
+}
+
+func TestNullPayloadAndNullKey(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	c := newConverter(t, Config{Key: testSide(reg.URL(), true), Value: testSide(reg.URL(), false)})
+	rec := record("t", "e1", nil, envelope(`{"type":"string","optional":true}`, `null`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Key != nil || rec.Value != nil {
+		t.Errorf("key %q value %q, want both null (Confluent writes null for a null object)", rec.Key, rec.Value)
+	}
+}
+
+// countRegistrations counts POST /subjects/{s}/versions per subject and
+// schema ("subject schema").
+func countRegistrations(reg *srfake.Registry) *sync32 {
+	n := &sync32{m: map[string]int{}}
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/versions") {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req schemaRequest
+			_ = json.Unmarshal(body, &req)
+			n.add(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/subjects/"), "/versions") + " " + req.Schema)
+		}
+		return false
+	})
+	return n
+}
+
+type sync32 struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (s *sync32) add(k string) {
+	s.mu.Lock()
+	s.m[k]++
+	s.mu.Unlock()
+}
+
+func TestEachSchemaRegisteredOnce(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	n := countRegistrations(reg)
+	c := newConverter(t, Config{Value: testSide(reg.URL(), false)})
+	before := compiles.Load()
+	schemas := []string{orderSchema, `{"type":"string","optional":false}`}
+	topics := []string{"a", "b", "c"}
+	for i := range 3000 {
+		payload := fmt.Sprintf(`{"id":%d}`, i)
+		if i%2 == 1 {
+			payload = fmt.Sprintf(`"s%d"`, i)
+		}
+		rec := record(topics[i%3], fmt.Sprint(i), []byte("k"), envelope(schemas[i%2], payload))
+		if err := c.Convert(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, body := wire(t, rec.Value); string(body) != payload {
+			t.Fatalf("record %d body %s, want %s", i, body, payload)
+		}
+	}
+	if len(n.m) != 6 {
+		t.Errorf("registrations: %v, want the 6 of 3 topics (subjects) × 2 schemas", n.m)
+	}
+	for s, k := range n.m {
+		if k != 1 {
+			t.Errorf("subject and schema %s: %d registrations, want 1", s, k)
+		}
+	}
+	if got := compiles.Load() - before; got != 2 {
+		t.Errorf("%d compilations for 2 distinct schemas", got)
+	}
+}
+
+func TestSubjectNameStrategies(t *testing.T) {
+	for _, tt := range []struct {
+		s           Strategy
+		isKey       bool
+		topic, name string
+		want        string
+	}{
+		{TopicName, false, "orders", "Order", "orders-value"},
+		{TopicName, true, "orders", "Order", "orders-key"},
+		{RecordName, false, "orders", "io.x.Order", "io.x.Order"},
+		{TopicRecordName, true, "orders", "io.x.Order", "orders-io.x.Order"},
+	} {
+		if got := tt.s.Subject(tt.topic, tt.isKey, tt.name); got != tt.want {
+			t.Errorf("%v(%s, key=%v, %s) = %s, want %s", tt.s, tt.topic, tt.isKey, tt.name, got, tt.want)
+		}
+	}
+	reg := srfake.New()
+	defer reg.Close()
+	s := testSide(reg.URL(), false)
+	s.Strategy = TopicRecordName
+	c := newConverter(t, Config{Value: s})
+	if err := c.Convert(context.Background(), record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`))); err != nil {
+		t.Fatal(err)
+	}
+	if !reg.SubjectExists("orders-Order") {
+		t.Error("TopicRecordNameStrategy: subject orders-Order not registered")
+	}
+}
+
+// answer makes reg answer every registry request with status and body.
+func answer(reg *srfake.Registry, status int, code int, msg string) {
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error_code":%d,"message":%q}`, code, msg)
+		return true
+	})
+}
+
+func TestRegistryRefusalsArePoison(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		status int
+		code   int
+		msg    string
+	}{
+		{"incompatible", http.StatusConflict, 409, "Schema being registered is incompatible with an earlier schema for subject \"orders-value\""},
+		{"invalid", http.StatusUnprocessableEntity, 42201, "Invalid schema"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := srfake.New()
+			defer reg.Close()
+			answer(reg, tt.status, tt.code, tt.msg)
+			c := newConverter(t, Config{Value: testSide(reg.URL(), false)})
+			orig := envelope(orderSchema, `{"id":1}`)
+			rec := record("orders", "ev-42", []byte("k"), orig)
+			err := c.Convert(context.Background(), rec)
+			var ce *relay.ConvertError
+			if !errors.As(err, &ce) || ce.Stage != "VALUE_CONVERTER" {
+				t.Fatalf("err = %v, want a VALUE_CONVERTER *relay.ConvertError", err)
+			}
+			for _, want := range []string{`subject "orders-value"`, "event ev-42", tt.msg, fmt.Sprintf("HTTP %d", tt.status)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+			if !bytes.Equal(rec.Value, orig) || string(rec.Key) != "k" {
+				t.Errorf("a failed Convert changed the record: %q / %q", rec.Key, rec.Value)
+			}
+		})
+	}
+}
+
+func TestRegistryUnavailableIsRetryable(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	var fail atomic.Bool
+	fail.Store(true)
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if !fail.Load() {
+			return false
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	})
+	c := newConverter(t, Config{Value: testSide(reg.URL(), false)})
+	rec := record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`))
+	err := c.Convert(context.Background(), rec)
+	if !errors.Is(err, relay.ErrConverterUnavailable) || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Fatalf("err = %v, want ErrConverterUnavailable naming HTTP 503", err)
+	}
+	fail.Store(false)
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+	wire(t, rec.Value)
+
+	// Nothing listening: connection refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	c = newConverter(t, Config{Value: testSide(dead, false)})
+	err = c.Convert(context.Background(), record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`)))
+	var ne *NetError
+	if !errors.Is(err, relay.ErrConverterUnavailable) || !errors.As(err, &ne) {
+		t.Fatalf("connection refused: err = %v, want ErrConverterUnavailable", err)
+	}
+}
+
+func TestSeveralURLsTriedInTurn(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+	defer failing.Close()
+	s := testSide(dead, false)
+	s.URLs = append(s.URLs, failing.URL, reg.URL())
+	c := newConverter(t, Config{Value: s})
+	rec := record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := wire(t, rec.Value); !reg.SubjectExists("orders-value") || id == 0 {
+		t.Errorf("id %d; subject registered: %v", id, reg.SubjectExists("orders-value"))
+	}
+}
+
+func TestAuth(t *testing.T) {
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:s3cret"))
+	for _, tt := range []struct {
+		name     string
+		expect   string
+		mod      func(*Side, string)
+		wantFail string // "" for success
+	}{
+		{"user info", basic, func(s *Side, _ string) { s.User, s.Password = "alice", "s3cret" }, ""},
+		{"bearer", "Bearer tok", func(s *Side, _ string) { s.BearerToken = "tok" }, ""},
+		{"wrong password", basic, func(s *Side, _ string) { s.User, s.Password = "alice", "nope" }, "HTTP 403"},
+		{"none", basic, func(*Side, string) {}, "HTTP 401"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := srfake.New(srfake.WithAuth(tt.expect))
+			defer reg.Close()
+			s := testSide(reg.URL(), false)
+			tt.mod(&s, reg.URL())
+			c := newConverter(t, Config{Value: s})
+			err := c.Convert(context.Background(), record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`)))
+			if tt.wantFail == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !terminal.IsFinal(err) || !strings.Contains(err.Error(), tt.wantFail) || !strings.Contains(err.Error(), "value.converter.basic.auth.credentials.source") {
+				t.Fatalf("err = %v, want a final error with %s naming the credentials keys", err, tt.wantFail)
+			}
+			if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "nope") {
+				t.Errorf("the error holds the password: %v", err)
+			}
+		})
+	}
+}
+
+func TestLookupWithoutAutoRegister(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	s := testSide(reg.URL(), false)
+	s.AutoRegister = false
+	c := newConverter(t, Config{Value: s})
+	rec := record("orders", "e9", nil, envelope(orderSchema, `{"id":1}`))
+	err := c.Convert(context.Background(), rec)
+	var ce *relay.ConvertError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "HTTP 404") || reg.SubjectExists("orders-value") {
+		t.Fatalf("unregistered schema: err = %v (subject created: %v), want a poison error with the 404", err, reg.SubjectExists("orders-value"))
+	}
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"test":"struct","name":"Order"}`, Type: sr.TypeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = newConverter(t, Config{Value: s})
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := wire(t, rec.Value); got != id {
+		t.Errorf("id %d, want the registered %d", got, id)
+	}
+}
+
+func TestUseLatestVersion(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	own := `{"test":"struct","name":"Order"}`
+	if _, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"test":"struct","name":"Older"}`, Type: sr.TypeJSON}); err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: own, Type: sr.TypeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSide(reg.URL(), false)
+	s.AutoRegister, s.UseLatest = false, true
+	c := newConverter(t, Config{Value: s})
+	rec := record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := wire(t, rec.Value); got != id {
+		t.Errorf("id %d, want the latest %d", got, id)
+	}
+	// A newer latest version that is not the record's schema.
+	if _, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"test":"struct","name":"Newer"}`, Type: sr.TypeJSON}); err != nil {
+		t.Fatal(err)
+	}
+	c = newConverter(t, Config{Value: s})
+	err = c.Convert(context.Background(), record("orders", "e2", nil, envelope(orderSchema, `{"id":1}`)))
+	var ce *relay.ConvertError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "version 3") {
+		t.Fatalf("err = %v, want a poison error naming the latest version 3", err)
+	}
+}
+
+func TestFormatRefusalsArePoison(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	c := newConverter(t, Config{Key: testSide(reg.URL(), true), Value: testSide(reg.URL(), false)})
+	for _, tt := range []struct {
+		name       string
+		key, value []byte
+		stage      string
+		want       string
+	}{
+		{"not an envelope", []byte(`"plain"`), envelope(orderSchema, `{}`), "KEY_CONVERTER", "not {\"schema\""},
+		{"schema not compiled", nil, envelope(`{"type":"struct","name":"refused","optional":false}`, `{}`), "VALUE_CONVERTER", "cannot compile"},
+		{"payload refused", nil, envelope(stringSchema, `"bad one"`), "VALUE_CONVERTER", "refuses payloads"},
+	} {
+		rec := record("t", "e7", tt.key, tt.value)
+		err := c.Convert(context.Background(), rec)
+		var ce *relay.ConvertError
+		if !errors.As(err, &ce) || ce.Stage != tt.stage || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "event e7") {
+			t.Errorf("%s: err = %v, want a %s poison error with %q", tt.name, err, tt.stage, tt.want)
+		}
+	}
+}
+
+func TestTLS(t *testing.T) {
+	reg := srfake.NewRegistry()
+	srv := httptest.NewTLSServer(reg.Handler())
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := testSide(srv.URL, false)
+	c := newConverter(t, Config{Value: s})
+	err := c.Convert(context.Background(), record("t", "e1", nil, envelope(orderSchema, `{"id":1}`)))
+	if !terminal.IsFinal(err) || !strings.Contains(err.Error(), "truststore.location") {
+		t.Fatalf("unknown CA: err = %v, want a final error naming the trust store key", err)
+	}
+	s.TLSCAFile = ca
+	c = newConverter(t, Config{Value: s})
+	if err := c.Convert(context.Background(), record("t", "e1", nil, envelope(orderSchema, `{"id":1}`))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The converter's output follows the router's memory contract: each
+// Convert call's bytes stay valid until the next call.
+func TestOutputValidUntilNextConvert(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	c := newConverter(t, Config{Key: testSide(reg.URL(), true), Value: testSide(reg.URL(), false)})
+	rec := record("t", "e1", envelope(stringSchema, `"key-one"`), envelope(stringSchema, `"value-one"`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	key := rec.Key
+	if _, body := wire(t, key); string(body) != `"key-one"` {
+		t.Fatalf("key body %s", body)
+	}
+	if _, body := wire(t, rec.Value); string(body) != `"value-one"` {
+		t.Fatalf("value body %s (the value overwrote the key?)", body)
+	}
+	if cap(key) != len(key) {
+		t.Errorf("the key slice has room to grow into the value: len %d cap %d", len(key), cap(key))
+	}
+	var js json.RawMessage
+	if _, body := wire(t, rec.Value); json.Unmarshal(body, &js) != nil {
+		t.Error("value body is not the payload")
+	}
+}
