@@ -7,35 +7,12 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/outboxrelay/outboxrelay/internal/connectschema"
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
-
-// pyenv finds the venv scripts/pyenv makes: OUTBOXRELAY_PYENV, else
-// ~/.cache/outboxrelay/pyenv. Without it the test is skipped, except under
-// CI=true, where it fails.
-func pyenv(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("OUTBOXRELAY_PYENV")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(home, ".cache", "outboxrelay", "pyenv")
-	}
-	python := filepath.Join(dir, "bin", "python")
-	if _, err := os.Stat(python); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Python venv with PyPI avro at %s: run scripts/pyenv (%v)", dir, err)
-		}
-		t.Skipf("no Python venv with PyPI avro at %s: run scripts/pyenv", dir)
-	}
-	return python
-}
 
 // pyCase is one body for the Python decoder and what it must read.
 type pyCase struct {
@@ -50,7 +27,7 @@ type pyCase struct {
 // read every body of the golden cases and of the router's records, and
 // compares what it reads with what the JsonConverter payload means.
 func TestPythonDecode(t *testing.T) {
-	python := pyenv(t)
+	python := testbed.Python(t)
 	var cases []pyCase
 	add := func(what string, s *connectschema.Schema, c *Codec, payload string) {
 		body, err := c.Append(nil, []byte(payload))

@@ -3,45 +3,19 @@ package jsonschema
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/outboxrelay/outboxrelay/internal/connectschema"
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
-
-// pyenv returns the python of scripts/pyenv's venv, making it if needed.
-// Without it the test fails under CI=true and is skipped elsewhere.
-func pyenv(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("../../scripts/pyenv").Output()
-	python := strings.TrimSpace(string(out))
-	if err != nil || python == "" {
-		msg := "scripts/pyenv could not make the Python venv of python-jsonschema: " + errText(err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return python
-}
-
-func errText(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	if err == nil {
-		return "no python path printed"
-	}
-	return err.Error()
-}
 
 // TestIndependentValidation hands every case's schema, body and payload to
 // python-jsonschema (testdata/validate.py): the schema is a valid draft-07
 // schema, the body is valid against it and holds the payload's values.
 func TestIndependentValidation(t *testing.T) {
-	python := pyenv(t)
+	python := testbed.Python(t)
 	cases := append(handCases(t), routerCases(t)...)
 	var in bytes.Buffer
 	for _, tc := range cases {

@@ -7,30 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
-)
 
-// pyenvPython returns scripts/pyenv's python, making the venv if needed;
-// without it the test fails under CI=true and is skipped elsewhere.
-func pyenvPython(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("../../../scripts/pyenv").Output()
-	python := strings.TrimSpace(string(out))
-	if err != nil || python == "" {
-		msg := "scripts/pyenv could not make the venv of avro and jsonschema"
-		if ee, ok := err.(*exec.ExitError); ok {
-			msg += ": " + string(ee.Stderr)
-		}
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return python
-}
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
 
 // zigzag appends an Avro int or long.
 func zigzag(dst []byte, v int64) []byte {
@@ -60,7 +42,7 @@ func register(t *testing.T, reg, subject, schemaType, schema string) int {
 // with a hand-built Avro body and a JSON Schema body, in the three input
 // forms, and checks what it refuses.
 func TestRegistryDecode(t *testing.T) {
-	python := pyenvPython(t)
+	python := testbed.Python(t)
 	s := startTest(t, config{auth: "Bearer tok"})
 	reg := s.registryURL()
 	avroID := register(t, reg, "orders-value", "AVRO", `{"type":"record","name":"Value","namespace":"order_db","fields":[`+
