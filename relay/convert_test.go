@@ -246,3 +246,34 @@ func TestHeartbeatIsConverted(t *testing.T) {
 		t.Errorf("heartbeat value %q, want it converted", got)
 	}
 }
+
+// The converter stage sits before Delivery.Send, so the exactly-once
+// delivery gets converted records too, and an outage holds its
+// transaction the same way: nothing sent, nothing committed, until the
+// converter answers.
+func TestConverterWithExactlyOnce(t *testing.T) {
+	st := newFakeStream(50, tx(100, 140, outboxRow("e1", "order"), outboxRow("e2", "order"))...)
+	ts := &txnFake{}
+	opt := testOptions(t, &fakeSource{streams: []*fakeStream{st}}, nil)
+	opt.Delivery = ts
+	conv := &fakeConverter{fail: func(rec *router.Record, call int) error {
+		if rec.EventID == "e1" && call <= 3 {
+			return fmt.Errorf("%w: HTTP 503", ErrConverterUnavailable)
+		}
+		return nil
+	}}
+	opt.Convert = conv
+	stop := runAsync(t, opt)
+	waitUntil(t, "two records sent", func() bool { s, b := ts.state(); return len(s) == 2 && len(b) == 1 })
+	if n := conv.callsOf("e1"); n != 4 {
+		t.Errorf("e1 converted %d times; want 4 (3 failures, then the answer)", n)
+	}
+	if got := st.confirmed(); got != 50 {
+		t.Errorf("confirmed %s before the Kafka commit; want 0/32", got)
+	}
+	ts.commit()
+	waitUntil(t, "the commit confirmed", func() bool { return st.confirmed() == 140 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
