@@ -13,22 +13,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
-	"github.com/outboxrelay/outboxrelay/internal/connectschema"
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 	"github.com/outboxrelay/outboxrelay/registry"
+	"github.com/outboxrelay/outboxrelay/registry/registrytest"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/router"
 )
-
-// copyCodec is a test-only registry format: the schema registered is the
-// Connect schema's type; the body is the payload JSON itself.
-type copyCodec struct{ typ string }
-
-func (c copyCodec) Schema() string { return `{"connect":"` + c.typ + `"}` }
-func (c copyCodec) Name() string   { return c.typ }
-func (c copyCodec) Append(dst, payload []byte) ([]byte, error) {
-	return append(dst, payload...), nil
-}
 
 // valueSink copies each record's value (as the real sinks copy in Send)
 // and acknowledges at once.
@@ -85,9 +75,7 @@ func TestRegistryOutageHoldsTheSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	conv, err := registry.NewConverter(registry.Config{Value: registry.Side{Class: router.AvroConverterClass, URLs: []string{reg.URL()}, AutoRegister: true}},
-		map[string]registry.Format{router.AvroConverterClass: {SchemaType: "JSON", Compile: func(s *connectschema.Schema) (registry.Codec, error) {
-			return copyCodec{typ: string(s.Type)}, nil
-		}}})
+		registrytest.Formats(router.AvroConverterClass))
 	if err != nil {
 		t.Fatal(err)
 	}

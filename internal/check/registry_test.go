@@ -10,27 +10,14 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
-	"github.com/outboxrelay/outboxrelay/internal/connectschema"
 	"github.com/outboxrelay/outboxrelay/registry"
+	"github.com/outboxrelay/outboxrelay/registry/registrytest"
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
-// nameCodec is a test-only format: the schema is {"name":<the Connect
-// schema's name or type>}, the body the payload itself.
-type nameCodec struct{ name string }
-
-func (c nameCodec) Schema() string { return `{"name":"` + c.name + `"}` }
-func (c nameCodec) Name() string   { return c.name }
-func (c nameCodec) Append(dst, payload []byte) ([]byte, error) {
-	return append(dst, payload...), nil
-}
-
 func testConverter(t *testing.T, cfg registry.Config) *registry.Converter {
 	t.Helper()
-	formats := map[string]registry.Format{router.AvroConverterClass: {SchemaType: "JSON", Compile: func(s *connectschema.Schema) (registry.Codec, error) {
-		return nameCodec{name: string(s.Type)}, nil
-	}}}
-	conv, err := registry.NewConverter(cfg, formats)
+	conv, err := registry.NewConverter(cfg, registrytest.Formats(router.AvroConverterClass))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +29,7 @@ func testConverter(t *testing.T, cfg registry.Config) *registry.Converter {
 func TestRegistryChecks(t *testing.T) {
 	reg := srfake.New(srfake.WithAuth("Basic " + base64.StdEncoding.EncodeToString([]byte("u:p"))))
 	defer reg.Close()
-	if _, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"name":"string"}`, Type: sr.TypeJSON}); err != nil {
+	if _, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"connect":"string"}`, Type: sr.TypeJSON}); err != nil {
 		t.Fatal(err)
 	}
 	side := registry.Side{Class: router.AvroConverterClass, URLs: []string{reg.URL()}, User: "u", Password: "p", AutoRegister: true}
