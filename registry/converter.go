@@ -247,8 +247,10 @@ func (s *side) stage() string {
 
 // classify turns a registry failure into what the relay does with it:
 // refused credentials stop with the fix; an unreachable or failing
-// registry is retried; a refused schema (409 incompatible, 422 invalid,
-// 404 not registered) makes the record poison.
+// registry is retried; a schema the registry refuses with its own error
+// (409 incompatible, 422xx invalid, 404 40401/40403 not registered)
+// makes the record poison; any other answer (no registry error code: not
+// a registry at that URL) stops.
 func (s *side) classify(rec *router.Record, subject string, err error) error {
 	var e *Error
 	var ne *NetError
@@ -261,6 +263,10 @@ func (s *side) classify(rec *router.Record, subject string, err error) error {
 			err, s.cfg.Prefix(), s.cfg.Prefix(), s.cfg.Prefix(), subject))
 	case errors.As(err, &e) && e.Unavailable():
 		return fmt.Errorf("%w: %w", relay.ErrConverterUnavailable, err)
+	case errors.As(err, &e) && e.Code == 0:
+		// Not the registry's JSON error: the URL reaches something else
+		// (a proxy, another service). Every record would fail alike.
+		return terminal.Final(fmt.Errorf("%w; the answer is not a schema registry's: check %sschema.registry.url", err, s.cfg.Prefix()))
 	case errors.As(err, &e):
 		return s.poison(rec, subject, fmt.Errorf("the registry refused the schema: %w", err))
 	case errors.As(err, &ne) && certerr.Failed(err):
