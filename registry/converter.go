@@ -51,7 +51,7 @@ type Converter struct {
 type side struct {
 	cfg    Side
 	format Format
-	client registryAPI
+	client *Client
 	// schemas maps a Connect schema's JSON to its compiled codec (or the
 	// compile error, which makes the record poison).
 	schemas map[string]*compiled
@@ -61,13 +61,6 @@ type compiled struct {
 	codec Codec
 	err   error
 	ids   map[string]int // subject → schema id
-}
-
-// registryAPI is what the converter asks the registry (Client).
-type registryAPI interface {
-	Register(ctx context.Context, subject, schemaType, schema string) (int, error)
-	Lookup(ctx context.Context, subject, schemaType, schema string) (SubjectSchema, error)
-	Latest(ctx context.Context, subject string) (SubjectSchema, error)
 }
 
 // NewConverter returns the converter of cfg's registry sides, formats
@@ -133,16 +126,9 @@ func (c *Converter) cut(start int) []byte {
 // payload is a null key or value: Confluent's serializers write null for
 // a null object (AbstractKafkaAvroSerializer.serializeImpl).
 func (s *side) convert(ctx context.Context, c *Converter, rec *router.Record, envelope []byte) ([]byte, error) {
-	schema, payload, err := connectschema.SplitEnvelope(envelope)
-	if err != nil {
-		return nil, s.poison(rec, "", err)
-	}
-	if string(payload) == "null" {
-		return nil, nil
-	}
-	comp := s.compile(schema)
-	if comp.err != nil {
-		return nil, s.poison(rec, "", comp.err)
+	comp, payload, err := s.prepare(rec, envelope)
+	if comp == nil {
+		return nil, err
 	}
 	subject := s.cfg.Strategy.Subject(rec.Topic, s.cfg.IsKey, comp.codec.Name())
 	id, ok := comp.ids[subject]
@@ -160,6 +146,24 @@ func (s *side) convert(ctx context.Context, c *Converter, rec *router.Record, en
 		return nil, s.poison(rec, subject, fmt.Errorf("encoding the payload: %w", err))
 	}
 	return c.cut(start), nil
+}
+
+// prepare splits a JsonConverter envelope and returns its schema's
+// compiled codec and the payload; a nil codec with a nil error is a null
+// payload. Errors are poison.
+func (s *side) prepare(rec *router.Record, envelope []byte) (*compiled, []byte, error) {
+	schema, payload, err := connectschema.SplitEnvelope(envelope)
+	if err != nil {
+		return nil, nil, s.poison(rec, "", err)
+	}
+	if string(payload) == "null" {
+		return nil, nil, nil
+	}
+	comp := s.compile(schema)
+	if comp.err != nil {
+		return nil, nil, s.poison(rec, "", comp.err)
+	}
+	return comp, payload, nil
 }
 
 // compile returns the cached codec of a Connect schema's JSON, compiling
@@ -243,8 +247,10 @@ func (s *side) stage() string {
 
 // classify turns a registry failure into what the relay does with it:
 // refused credentials stop with the fix; an unreachable or failing
-// registry is retried; a refused schema (409 incompatible, 422 invalid,
-// 404 not registered) makes the record poison.
+// registry is retried; a schema the registry refuses with its own error
+// (409 incompatible, 422xx invalid, 404 40401/40403 not registered)
+// makes the record poison; any other answer (no registry error code: not
+// a registry at that URL) stops.
 func (s *side) classify(rec *router.Record, subject string, err error) error {
 	var e *Error
 	var ne *NetError
@@ -257,6 +263,10 @@ func (s *side) classify(rec *router.Record, subject string, err error) error {
 			err, s.cfg.Prefix(), s.cfg.Prefix(), s.cfg.Prefix(), subject))
 	case errors.As(err, &e) && e.Unavailable():
 		return fmt.Errorf("%w: %w", relay.ErrConverterUnavailable, err)
+	case errors.As(err, &e) && e.Code == 0:
+		// Not the registry's JSON error: the URL reaches something else
+		// (a proxy, another service). Every record would fail alike.
+		return terminal.Final(fmt.Errorf("%w; the answer is not a schema registry's: check %sschema.registry.url", err, s.cfg.Prefix()))
 	case errors.As(err, &e):
 		return s.poison(rec, subject, fmt.Errorf("the registry refused the schema: %w", err))
 	case errors.As(err, &ne) && certerr.Failed(err):

@@ -503,3 +503,17 @@ func TestOutputValidUntilNextConvert(t *testing.T) {
 		t.Error("value body is not the payload")
 	}
 }
+
+// A URL that reaches something other than a registry (a 404 page without
+// the registry's error code) stops the relay naming the URL key, instead
+// of making every record a poison row.
+func TestNotARegistryIsFinal(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	c := newConverter(t, Config{Value: testSide(srv.URL, false)})
+	err := c.Convert(context.Background(), record("t", "e1", nil, envelope(orderSchema, `{"id":1}`)))
+	var ce *relay.ConvertError
+	if errors.As(err, &ce) || !terminal.IsFinal(err) || !strings.Contains(err.Error(), "value.converter.schema.registry.url") || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Fatalf("err = %v, want a final error naming the URL key", err)
+	}
+}

@@ -19,9 +19,14 @@ import (
 	"github.com/outboxrelay/outboxrelay/router"
 )
 
-// sinkOnly is an at-least-once relay.Delivery of a holdingSink, recording
-// positions nowhere.
-type sinkOnly struct{ sink *holdingSink }
+// sinkOnly is an at-least-once relay.Delivery of a test sink (holdingSink,
+// valueSink), recording positions nowhere.
+type sinkOnly struct {
+	sink interface {
+		Send(ctx context.Context, r *router.Record, ack func(error)) error
+		Flush(ctx context.Context) error
+	}
+}
 
 func (d sinkOnly) Open(context.Context, relay.Opening) (relay.Recorded, bool, error) {
 	return relay.Recorded{}, false, nil
@@ -178,6 +183,12 @@ func newStreamFixture(t *testing.T, extra map[string]string) *streamFixture {
 // run relays from the fixture's slot into s, as cmd/outboxrelay wires it.
 func (f *streamFixture) run(t *testing.T, s *holdingSink) (stop func() error) {
 	t.Helper()
+	return f.runWith(t, sinkOnly{s}, nil)
+}
+
+// runWith is run through d, with the options edit changes (nil: none).
+func (f *streamFixture) runWith(t *testing.T, d relay.Delivery, edit func(*relay.Options)) (stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(&testLog{t: t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -185,10 +196,11 @@ func (f *streamFixture) run(t *testing.T, s *holdingSink) (stop func() error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		done <- relay.Run(ctx, relay.Options{Source: src, Router: f.rt, Delivery: sinkOnly{s}, Log: log,
-			HeartbeatTopic: f.cfg.HeartbeatTopic, MaxRetries: -1})
-	}()
+	opt := relay.Options{Source: src, Router: f.rt, Delivery: d, Log: log, HeartbeatTopic: f.cfg.HeartbeatTopic, MaxRetries: -1}
+	if edit != nil {
+		edit(&opt)
+	}
+	go func() { done <- relay.Run(ctx, opt) }()
 	testbed.WaitSlotActive(t, f.admin, f.name, 30*time.Second)
 	var once sync.Once
 	stop = func() error {

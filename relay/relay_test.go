@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,7 @@ type fakeStream struct {
 	closed     chan struct{}
 	clean      bool
 	final      capture.LSN
+	keepAlives atomic.Int64
 }
 
 func newFakeStream(from capture.LSN, evs ...capture.Event) *fakeStream {
@@ -99,7 +101,10 @@ func (s *fakeStream) Next(ctx context.Context) (*capture.Event, error) {
 		}
 	}
 }
-func (s *fakeStream) KeepAlive(ctx context.Context) error { return nil }
+func (s *fakeStream) KeepAlive(ctx context.Context) error {
+	s.keepAlives.Add(1)
+	return nil
+}
 func (s *fakeStream) Origin() (string, bool) {
 	if s.origin == "" {
 		return "srv/1", !s.created

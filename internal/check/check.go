@@ -85,8 +85,9 @@ type checker struct {
 	// sample holds the records routed from recent rows, by topic: the
 	// largest record size per topic.
 	largest map[string]int
-	st      startState // for start
-	kafkaOK bool       // Kafka answered
+	samples map[string]router.Record // one record per topic, copied (keepSample)
+	st      startState               // for start
+	kafkaOK bool                     // Kafka answered
 }
 
 func (c *checker) add(fs ...replication.Finding) {
@@ -146,7 +147,7 @@ func connFix(err error) string {
 // an error when any check failed.
 func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer, log *slog.Logger) error {
 	c := &checker{pg: &set.Postgres, router: set.Router.Config(), kafka: set.Kafka, jan: set.Janitor,
-		rt: set.Router, prod: prod, log: log, largest: map[string]int{}}
+		rt: set.Router, prod: prod, log: log, largest: map[string]int{}, samples: map[string]router.Record{}}
 	c.tolerateAll, _ = relay.ParseTolerance(set.Tolerance) // setup checked it
 	c.eos = set.ExactlyOnceRequired
 	c.verification(&set.Postgres.Config)
@@ -163,6 +164,11 @@ func Run(ctx context.Context, set *setup.Setup, prod *sink.Producer, w io.Writer
 	if set.ExactlyOnceRequired {
 		c.exactlyOnce(ctx, set.ExactlyOnce, set.Offsets)
 	}
+	conv, err := set.RegistryConverter()
+	if err != nil {
+		c.fail("schema registry", err.Error(), "") // setup.Parse refuses it first
+	}
+	c.registryChecks(ctx, set.Registry, conv)
 	if c.conn != nil {
 		c.conn.Close(context.Background())
 	}
@@ -535,6 +541,7 @@ func (c *checker) sampleRecords(ctx context.Context) {
 					size += len(h.Key) + len(h.Value)
 				}
 				c.largest[r.Topic] = max(c.largest[r.Topic], size)
+				c.keepSample(&r)
 			}
 		}
 		if _, err := rr.Close(); err != nil {

@@ -175,11 +175,17 @@ func Parse(cfg *config.Config, log *slog.Logger) (*Setup, error) {
 // AvroConverter or JsonSchemaConverter), or nil when there is none. Each
 // call returns a new converter with caches of its own: one per run.
 func (s *Setup) Converter() (relay.Converter, error) {
-	c, err := registry.NewConverter(s.Registry, Formats())
+	c, err := s.RegistryConverter()
 	if err != nil || c == nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// RegistryConverter is Converter as the registry's type, nil without a
+// registry converter (check inspects subjects through it).
+func (s *Setup) RegistryConverter() (*registry.Converter, error) {
+	return registry.NewConverter(s.Registry, Formats())
 }
 
 // Producer returns the Kafka producer the configuration describes.

@@ -127,3 +127,35 @@ func TestParseExactlyOnceNeedsIdempotence(t *testing.T) {
 		}
 	}
 }
+
+// The schema-registry converters: their keys reach the registry's
+// configuration; a converter whose format is not built in (Formats) is a
+// start-up error naming the key; without one there is no converter stage.
+func TestParseRegistryConverter(t *testing.T) {
+	base := `{"database.hostname":"h","database.user":"u","database.dbname":"d","topic.prefix":"p","plugin.name":"pgoutput","bootstrap.servers":"k:9092",
+		"table.include.list":"public.outbox","transforms":"outbox","transforms.outbox.type":"io.debezium.transforms.outbox.EventRouter"`
+	parse := func(extra string) (*Setup, error) {
+		cfg, err := config.Parse([]byte(base+extra+"}"), "test.json", os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Parse(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	set, err := parse("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := set.Converter(); c != nil || err != nil {
+		t.Errorf("no registry converter: Converter() = %v, %v; want nil, nil", c, err)
+	}
+	_, err = parse(`,"value.converter":"io.confluent.connect.avro.AvroConverter","value.converter.schema.registry.url":"http://r:8081"`)
+	if _, built := Formats()["io.confluent.connect.avro.AvroConverter"]; built && err != nil {
+		t.Errorf("AvroConverter built in: err = %v", err)
+	} else if !built && (err == nil || !strings.Contains(err.Error(), "value.converter: io.confluent.connect.avro.AvroConverter is not built into this binary")) {
+		t.Errorf("AvroConverter not built in: err = %v", err)
+	}
+	_, err = parse(`,"key.converter":"io.confluent.connect.json.JsonSchemaConverter"`)
+	if err == nil || !strings.Contains(err.Error(), "key.converter.schema.registry.url is required") {
+		t.Errorf("no registry URL: err = %v", err)
+	}
+}
