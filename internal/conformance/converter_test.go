@@ -43,10 +43,27 @@ func TestCompareConverter(t *testing.T) {
 	got[0].Value = []byte(`{"n":2,"f":1.1}`)
 	got[1].Key = []byte(`"k3"`)
 	v := CompareConverter(c, conv, ref, got)
-	if len(v.Problems) != 2 || !strings.Contains(v.Problems[0], "value") || !strings.Contains(v.Problems[1], "key") {
+	if len(v.Problems) != 3 || !strings.Contains(v.Problems[0], "value") || !strings.Contains(v.Problems[1], `key "\"k2\""`) || !strings.Contains(v.Problems[2], `key "\"k3\""`) {
 		t.Fatalf("problems %q", v.Problems)
 	}
 	if v := CompareConverter(c, conv, ref, got[:1]); v.Passed() {
 		t.Fatal("a missing record passed")
+	}
+}
+
+// Partitions: Kafka partitions by the serialized key, so a registry
+// converter's records of a key may be in another partition than
+// JsonConverter's (33-three-partitions), but all in one.
+func TestCompareConverterPartitions(t *testing.T) {
+	c := &Case{ID: "t", Records: 2}
+	conv := converters{key: "org.apache.kafka.connect.storage.StringConverter", value: "org.apache.kafka.connect.json.JsonConverter"}
+	ref := []Record{{Topic: "a", Partition: 0, Key: []byte("k"), Value: []byte(`1`)}, {Topic: "a", Partition: 0, Key: []byte("k"), Value: []byte(`2`)}}
+	got := []Record{{Topic: "a", Partition: 2, Key: []byte(`"k"`), Value: []byte(`1`)}, {Topic: "a", Partition: 2, Key: []byte(`"k"`), Value: []byte(`2`)}}
+	if v := CompareConverter(c, conv, ref, got); !v.Passed() {
+		t.Fatalf("another partition, one per key: %v", v.Problems)
+	}
+	got[1].Partition = 1
+	if v := CompareConverter(c, conv, ref, got); v.Passed() {
+		t.Fatal("one key in two partitions passed")
 	}
 }
