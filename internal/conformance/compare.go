@@ -70,6 +70,17 @@ var Differences = map[string]Difference{
 		"the first event with the same payload schema since its start (EventRouterDelegate caches the value schema by " +
 		"payload schema); outboxrelay always leaves it out (docs/configuration.md, EventRouter options: table.field.additional.missing). " +
 		"Compared with Debezium's top-level null members that outboxrelay's value lacks removed."},
+	"schema-inference": {Doc: "a registry converter (ConverterAgainstJSON): an expanded payload's null members and " +
+		"empty arrays have no Connect schema (Debezium's JsonSchemaData infers none), so the registry converter's record lacks them, " +
+		"as Debezium's does with AvroConverter; JsonConverter without schemas writes them (docs/converters.md). Compared with " +
+		"null members and empty arrays removed."},
+	"null-value": {Doc: "a registry converter (ConverterAgainstJSON): a NULL payload with tombstones off. JsonConverter " +
+		"writes the JSON null of the optional schema (`null`); Confluent's serializers write a null value for a null object " +
+		"(AbstractKafkaAvroSerializer.serializeImpl), so the registry converter's record has a null value (docs/converters.md)."},
+	"payload-as-string": {Doc: "a registry converter (ConverterAgainstJSON): a payload whose schema cannot be " +
+		"inferred (a JSON null, an array of mixed types, an integer beyond int64) is sent as its JSON text in a string, as " +
+		"Debezium's EventRouter does with a schema-aware converter; JsonConverter without schemas writes the JSON itself " +
+		"(docs/converters.md). Compared after parsing the string."},
 	"decimal-precise": {Doc: "decimal.handling.mode=precise: Debezium writes Base64 of the unscaled value, " +
 		"outboxrelay the decimal text (docs/configuration.md, Converter and connector keys: decimal.handling.mode). Compared as unscaled integers."},
 }
