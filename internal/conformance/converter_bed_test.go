@@ -57,7 +57,14 @@ func TestConformanceConverters(t *testing.T) {
 					}
 					continue
 				}
-				t.Logf("%-34s %-12s JsonConverter %d records, %s %d", v.Case.ID, v.Summary(), v.Debezium, class, v.Relay)
+				verdict := v.Summary()
+				if v.Passed() {
+					verdict = "same JSON"
+					if len(v.Observed) > 0 {
+						verdict += " (documented: " + strings.Join(v.Observed, ", ") + ")"
+					}
+				}
+				t.Logf("%-34s JsonConverter %d records, %s %d: %s", v.Case.ID, v.Debezium, class, v.Relay, verdict)
 				if v.Err != nil {
 					t.Errorf("%s: %v", v.Case.ID, v.Err)
 				}
