@@ -55,6 +55,10 @@ type side struct {
 	// schemas maps a Connect schema's JSON to its compiled codec (or the
 	// compile error, which makes the record poison).
 	schemas map[string]*compiled
+	// last and lastSchema are the previous record's compiled schema and
+	// its Connect schema's JSON.
+	last       *compiled
+	lastSchema []byte
 }
 
 type compiled struct {
@@ -152,14 +156,24 @@ func (s *side) convert(ctx context.Context, c *Converter, rec *router.Record, en
 // compiled codec and the payload; a nil codec with a nil error is a null
 // payload. Errors are poison.
 func (s *side) prepare(rec *router.Record, envelope []byte) (*compiled, []byte, error) {
-	schema, payload, err := connectschema.SplitEnvelope(envelope)
-	if err != nil {
-		return nil, nil, s.poison(rec, "", err)
+	comp, payload := s.last, []byte(nil)
+	ok := comp != nil
+	if ok {
+		// Records of one schema come in runs: the previous record's
+		// schema bytes, compared, spare the scan.
+		payload, ok = connectschema.SplitKnown(envelope, s.lastSchema)
+	}
+	if !ok {
+		schema, p, err := connectschema.SplitEnvelope(envelope)
+		if err != nil {
+			return nil, nil, s.poison(rec, "", err)
+		}
+		comp, payload = s.compile(schema), p
+		s.last, s.lastSchema = comp, append(s.lastSchema[:0], schema...)
 	}
 	if string(payload) == "null" {
 		return nil, nil, nil
 	}
-	comp := s.compile(schema)
 	if comp.err != nil {
 		return nil, nil, s.poison(rec, "", comp.err)
 	}

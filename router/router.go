@@ -27,6 +27,7 @@ type Router struct {
 	hasEnvelope    bool     // at least one envelope placement
 	envelopeKeys   [][]byte // `,"<alias>":` per placement, for envelope ones
 	infer          schemaInference
+	shapes         shapeCache // inferred payload schemas by shape
 
 	// Column-index hints, one per configured column (see Event.column).
 	hintID, hintKey, hintPayload, hintRoute, hintTimestamp, hintTrace int
@@ -574,7 +575,14 @@ func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *capture.C
 	return append(dst, '}'), nil
 }
 
+// inferPayloadSchema is the schema Debezium infers for an expanded
+// payload, from the router's cache of payload shapes when it has seen the
+// shape before.
 func (r *Router) inferPayloadSchema(compact []byte) (*connectSchema, error) {
+	return r.shapes.lookup(compact, r.inferUncached)
+}
+
+func (r *Router) inferUncached(compact []byte) (*connectSchema, error) {
 	tree, err := parseJSONTree(compact)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strconv"
+	"unicode/utf8"
 )
 
 // connectSchema is a Kafka Connect schema as JsonConverter writes it in the
@@ -19,6 +20,9 @@ type connectSchema struct {
 	version  int // 0 = none
 	fields   []schemaField
 	items    *connectSchema
+	// memo, when set, is appendSchema's output for the schema at the top
+	// (no "field"): the shape cache's schemas keep it.
+	memo []byte
 }
 
 type schemaField struct {
@@ -63,6 +67,9 @@ func columnSchema(oid uint32, optional bool, decimalMode string) *connectSchema 
 // or array items, optional, name, version, and "field" last when the schema
 // is a struct field.
 func appendSchema(dst []byte, s *connectSchema, field string) []byte {
+	if field == "" && s.memo != nil {
+		return append(dst, s.memo...)
+	}
 	dst = append(dst, `{"type":"`...)
 	dst = append(dst, s.typ...)
 	dst = append(dst, '"')
@@ -106,51 +113,166 @@ type jsonNode struct {
 	elems  []jsonNode
 }
 
+// parseJSONTree parses one JSON value (the payload the router compacted)
+// into a jsonNode tree. It is the schema inference's parser, a hand-written
+// scanner: encoding/json's Decoder.Token cost more than everything else a
+// registry converter does per record.
 func parseJSONTree(src []byte) (jsonNode, error) {
-	dec := json.NewDecoder(bytes.NewReader(src))
-	dec.UseNumber()
-	n, err := readNode(dec)
+	p := treeParser{src: src}
+	n, err := p.value(0)
 	if err != nil {
 		return n, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if p.skipSpace(); p.i != len(src) {
 		return n, errors.New("trailing data after the JSON value")
 	}
 	return n, nil
 }
 
-func readNode(dec *json.Decoder) (jsonNode, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return jsonNode{}, err
+// treeParser scans src from i.
+type treeParser struct {
+	src []byte
+	i   int
+}
+
+// maxTreeDepth is encoding/json's nesting limit.
+const maxTreeDepth = 10000
+
+func (p *treeParser) skipSpace() {
+	for p.i < len(p.src) {
+		switch p.src[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		n := jsonNode{kind: byte(t)}
-		for dec.More() {
-			if t == '{' {
-				k, err := dec.Token()
-				if err != nil {
-					return n, err
-				}
-				n.keys = append(n.keys, k.(string))
+}
+
+func (p *treeParser) fail(what string) error {
+	return fmt.Errorf("invalid JSON at byte %d: %s", p.i, what)
+}
+
+func (p *treeParser) value(depth int) (jsonNode, error) {
+	if depth > maxTreeDepth {
+		return jsonNode{}, p.fail("nested too deeply")
+	}
+	p.skipSpace()
+	if p.i >= len(p.src) {
+		return jsonNode{}, io.ErrUnexpectedEOF
+	}
+	switch c := p.src[p.i]; {
+	case c == '{' || c == '[':
+		return p.container(c, depth)
+	case c == '"':
+		_, err := p.str()
+		return jsonNode{kind: '"'}, err
+	case c == '-' || c >= '0' && c <= '9':
+		return p.number()
+	}
+	for _, lit := range []struct {
+		text string
+		kind byte
+	}{{"true", 'b'}, {"false", 'b'}, {"null", '0'}} {
+		if bytes.HasPrefix(p.src[p.i:], []byte(lit.text)) {
+			p.i += len(lit.text)
+			return jsonNode{kind: lit.kind}, nil
+		}
+	}
+	return jsonNode{}, p.fail("not a JSON value")
+}
+
+func (p *treeParser) container(open byte, depth int) (jsonNode, error) {
+	n := jsonNode{kind: open}
+	closing := byte(']')
+	if open == '{' {
+		closing = '}'
+	}
+	p.i++
+	for first := true; ; first = false {
+		p.skipSpace()
+		if p.i < len(p.src) && p.src[p.i] == closing && first {
+			p.i++
+			return n, nil
+		}
+		if open == '{' {
+			if p.i >= len(p.src) || p.src[p.i] != '"' {
+				return n, p.fail("want an object key")
 			}
-			e, err := readNode(dec)
+			key, err := p.str()
 			if err != nil {
 				return n, err
 			}
-			n.elems = append(n.elems, e)
+			if p.skipSpace(); p.i >= len(p.src) || p.src[p.i] != ':' {
+				return n, p.fail("want ':' after an object key")
+			}
+			p.i++
+			n.keys = append(n.keys, key)
 		}
-		_, err := dec.Token() // the closing delimiter
-		return n, err
-	case string:
-		return jsonNode{kind: '"'}, nil
-	case json.Number:
-		return jsonNode{kind: 'n', number: string(t)}, nil
-	case bool:
-		return jsonNode{kind: 'b'}, nil
+		e, err := p.value(depth + 1)
+		if err != nil {
+			return n, err
+		}
+		n.elems = append(n.elems, e)
+		p.skipSpace()
+		if p.i >= len(p.src) {
+			return n, io.ErrUnexpectedEOF
+		}
+		switch p.src[p.i] {
+		case ',':
+			p.i++
+		case closing:
+			p.i++
+			return n, nil
+		default:
+			return n, p.fail("want ',' or the container's end")
+		}
 	}
-	return jsonNode{kind: '0'}, nil
+}
+
+// str reads a string at p.i and returns its value; strings of valid UTF-8
+// without escapes are copied as they are, others decoded by encoding/json
+// (invalid UTF-8 becomes U+FFFD there).
+func (p *treeParser) str() (string, error) {
+	start, escaped := p.i, false
+	for p.i++; p.i < len(p.src); p.i++ {
+		switch c := p.src[p.i]; {
+		case c == '\\':
+			escaped = true
+			p.i++
+		case c == '"':
+			p.i++
+			raw := p.src[start:p.i]
+			if !escaped && utf8.Valid(raw) {
+				return string(raw[1 : len(raw)-1]), nil
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return "", fmt.Errorf("invalid JSON string at byte %d: %w", start, err)
+			}
+			return s, nil
+		case c < 0x20:
+			return "", p.fail("a control character in a string")
+		}
+	}
+	return "", io.ErrUnexpectedEOF
+}
+
+func (p *treeParser) number() (jsonNode, error) {
+	start := p.i
+	for p.i < len(p.src) {
+		c := p.src[p.i]
+		if c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			p.i++
+			continue
+		}
+		break
+	}
+	lit := string(p.src[start:p.i])
+	if !json.Valid([]byte(lit)) {
+		return jsonNode{}, fmt.Errorf("invalid JSON number %q at byte %d", lit, start)
+	}
+	return jsonNode{kind: 'n', number: lit}, nil
 }
 
 // schemaInference reproduces Debezium's JsonSchemaData.toConnectSchema,

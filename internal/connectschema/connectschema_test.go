@@ -54,3 +54,19 @@ func TestParameters(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+func TestSplitKnown(t *testing.T) {
+	rec := []byte(`{"schema":{"type":"string","optional":false},"payload":"a"}`)
+	schema, payload, err := SplitEnvelope(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := SplitKnown(rec, schema); !ok || string(got) != string(payload) {
+		t.Fatalf("SplitKnown = %s, %v; want %s", got, ok, payload)
+	}
+	for _, other := range []string{`{"type":"string","optional":true}`, `{"type":"string"`, ``} {
+		if _, ok := SplitKnown(rec, []byte(other)); ok {
+			t.Errorf("SplitKnown with schema %s: ok", other)
+		}
+	}
+}
