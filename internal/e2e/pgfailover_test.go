@@ -39,7 +39,7 @@ func startPair(t *testing.T) pgPair {
 	admin := pairConn(t, p.primary.Port)
 	pgExec(t, admin, `SELECT pg_create_physical_replication_slot('`+standbySlot+`', true)`,
 		`ALTER SYSTEM SET synchronized_standby_slots = '`+standbySlot+`'`, `SELECT pg_reload_conf()`)
-	p.standby = baseBackup(t, p.primary, admin)
+	p.standby = testbed.BaseBackup(t, p.primary, admin)
 	// The copy of the primary's synchronized_standby_slots would make the
 	// promoted standby's walsenders wait for a standby it does not have.
 	conf := fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%d user=postgres dbname=postgres application_name=standby1'\n"+
@@ -53,42 +53,6 @@ func startPair(t *testing.T) pgPair {
 		return n == 1
 	})
 	return p
-}
-
-// baseBackup copies the primary's data directory between pg_backup_start
-// and pg_backup_stop, as PostgreSQL's docs describe a low-level backup.
-func baseBackup(t *testing.T, primary testbed.PrivateCluster, admin *pgx.Conn) testbed.PrivateCluster {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := admin.Exec(ctx, `SELECT pg_backup_start('outboxrelay-standby', true)`); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "outboxrelay-e2e-standby-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if out, err := osexec.Command("chown", "postgres:", dir).CombinedOutput(); err != nil {
-		t.Fatalf("chown %s: %v\n%s", dir, err, out)
-	}
-	testbed.AsPostgres(t, "cp", "-a", primary.Data, filepath.Join(dir, "data"))
-	var label string
-	if err := admin.QueryRow(ctx, `SELECT labelfile FROM pg_backup_stop(true)`).Scan(&label); err != nil {
-		t.Fatal(err)
-	}
-	sb := testbed.PrivateCluster{Dir: dir, Data: filepath.Join(dir, "data"), Bin: primary.Bin}
-	for _, f := range []string{"postmaster.pid", "postmaster.opts"} {
-		os.Remove(filepath.Join(sb.Data, f))
-	}
-	entries, _ := os.ReadDir(filepath.Join(sb.Data, "pg_replslot"))
-	for _, e := range entries {
-		os.RemoveAll(filepath.Join(sb.Data, "pg_replslot", e.Name()))
-	}
-	appendFile(t, filepath.Join(sb.Data, "backup_label"), label)
-	if out, err := osexec.Command("chown", "-R", "postgres:", dir).CombinedOutput(); err != nil {
-		t.Fatalf("chown %s: %v\n%s", dir, err, out)
-	}
-	return sb
 }
 
 func appendFile(t *testing.T, path, s string) {
