@@ -23,11 +23,16 @@ var (
 	ErrSlotIncompat  = errors.New("replication slot cannot be used")
 	ErrSlotGone      = errors.New("replication slot is gone")
 	ErrServerVersion = errors.New("PostgreSQL version not supported")
+	// ErrStandby: database.hostname is a hot standby, which the relay
+	// can decode on only with database.primary.hostname set (and not in
+	// poll mode).
+	ErrStandby = errors.New("database.hostname is a hot standby")
 )
 
 // Server is what the preflight learned about the database.
 type Server struct {
 	VersionNum int      // server_version_num, e.g. 150018
+	InRecovery bool     // a hot standby: database.primary.hostname does what it cannot
 	Tables     []string // the outbox tables in the publication, "schema.table"
 	Slot       Slot
 }
@@ -61,7 +66,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logge
 			return nil, f.Err
 		}
 	}
-	srv := &Server{VersionNum: set.VersionNum}
+	srv := &Server{VersionNum: set.VersionNum, InRecovery: set.InRecovery}
 	tables, err := publicationTables(ctx, conn, cfg, log)
 	if err != nil {
 		return nil, err
@@ -83,15 +88,17 @@ type Settings struct {
 	MaxSenders  int // max_wal_senders
 	Replication bool
 	Superuser   bool
+	// InRecovery is pg_is_in_recovery(): the server is a hot standby.
+	InRecovery bool
 }
 
 // ReadSettings reads the settings in one query.
 func ReadSettings(ctx context.Context, conn *pgx.Conn) (Settings, error) {
 	var s Settings
 	err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int, current_setting('server_version'), current_setting('wal_level'),
-		current_setting('max_replication_slots')::int, current_setting('max_wal_senders')::int, r.rolreplication, r.rolsuper
+		current_setting('max_replication_slots')::int, current_setting('max_wal_senders')::int, r.rolreplication, r.rolsuper, pg_is_in_recovery()
 		FROM pg_roles r WHERE r.rolname = current_user`).
-		Scan(&s.VersionNum, &s.Version, &s.WALLevel, &s.MaxSlots, &s.MaxSenders, &s.Replication, &s.Superuser)
+		Scan(&s.VersionNum, &s.Version, &s.WALLevel, &s.MaxSlots, &s.MaxSenders, &s.Replication, &s.Superuser, &s.InRecovery)
 	if err != nil {
 		return s, fmt.Errorf("preflight: reading server settings and the role's attributes: %w", err)
 	}
@@ -131,6 +138,9 @@ func (s Settings) Findings(cfg *Config) []Finding {
 			Err: fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, postgres.QuoteIdent(cfg.User))}
 	}
 	out := []Finding{version, wal, role}
+	if s.InRecovery {
+		out = append(out, s.standbyFinding(cfg))
+	}
 	if cfg.SlotFailover {
 		out = append(out, s.failoverFinding())
 	}
@@ -138,6 +148,27 @@ func (s Settings) Findings(cfg *Config) []Finding {
 		out = append(out, s.messagesFinding())
 	}
 	return out
+}
+
+// standbyFinding: a hot standby hosts a logical slot from PostgreSQL 16 on;
+// what it cannot do (pg_log_standby_snapshot() while the slot is created,
+// heartbeat.action.query, the janitor's deletes) is done on
+// database.primary.hostname. The failover lock stays on the standby: it
+// guards the slot, which lives there.
+func (s Settings) standbyFinding(cfg *Config) Finding {
+	switch {
+	case s.VersionNum < 160000:
+		return Finding{Name: "hot standby", Detail: "database.hostname is a hot standby running PostgreSQL " + s.Version + ", which cannot host a logical slot",
+			Fix: "point database.hostname at the primary, or upgrade to PostgreSQL 16 or newer",
+			Err: fmt.Errorf("preflight: %w: database.hostname %s is a hot standby (pg_is_in_recovery() is true) running PostgreSQL %s (server_version_num %d), and a standby can host a logical slot from PostgreSQL 16 on: point database.hostname at the primary, or upgrade",
+				ErrStandby, cfg.Where(), s.Version, s.VersionNum)}
+	case cfg.Primary() == nil:
+		return Finding{Name: "hot standby", Detail: "database.hostname is a hot standby and database.primary.hostname is not set",
+			Fix: "set database.primary.hostname (and database.primary.port) to the primary",
+			Err: fmt.Errorf("preflight: %w: database.hostname %s is a hot standby (pg_is_in_recovery() is true); pg_log_standby_snapshot() at slot creation, heartbeat.action.query and the janitor's deletes need the primary: set database.primary.hostname and database.primary.port",
+				ErrStandby, cfg.Where())}
+	}
+	return Finding{Name: "hot standby", OK: true, Detail: "database.hostname is a hot standby (PostgreSQL " + s.Version + "): the slot is created and read there; the primary is " + cfg.Primary().Where()}
 }
 
 // messagesFinding: pgoutput sends logical decoding messages from

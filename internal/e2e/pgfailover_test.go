@@ -44,8 +44,8 @@ func startPair(t *testing.T) pgPair {
 	// promoted standby's walsenders wait for a standby it does not have.
 	conf := fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%d user=postgres dbname=postgres application_name=standby1'\n"+
 		"primary_slot_name = '%s'\nhot_standby = on\nhot_standby_feedback = on\nsync_replication_slots = on\nsynchronized_standby_slots = ''\n", p.primary.Port, standbySlot)
-	appendFile(t, filepath.Join(p.standby.Data, "postgresql.auto.conf"), conf)
-	appendFile(t, filepath.Join(p.standby.Data, "standby.signal"), "")
+	testbed.AppendFile(t, filepath.Join(p.standby.Data, "postgresql.auto.conf"), conf)
+	testbed.AppendFile(t, filepath.Join(p.standby.Data, "standby.signal"), "")
 	p.standby.Port = p.standby.Start(t)
 	waitFor(t, "the standby to stream from the primary", 60*time.Second, func() bool {
 		var n int
@@ -53,20 +53,6 @@ func startPair(t *testing.T) pgPair {
 		return n == 1
 	})
 	return p
-}
-
-func appendFile(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err == nil {
-		_, err = f.WriteString(s)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func pairConn(t *testing.T, port int) *pgx.Conn {
@@ -92,11 +78,7 @@ func pgExec(t *testing.T, conn *pgx.Conn, stmts ...string) {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-	}
+	testbed.WaitFor(t, what, timeout, cond)
 }
 
 // pairConfig writes the relay's connector file for the pair: both hosts,

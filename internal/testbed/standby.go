@@ -67,11 +67,11 @@ func StartStandbyPair(t testing.TB, major int, primaryConf, standbyConf string) 
 	p.Standby = BaseBackup(t, p.Primary, admin)
 	conf := fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%d user=postgres dbname=postgres application_name=%s'\n"+
 		"primary_slot_name = '%s'\nhot_standby = on\nhot_standby_feedback = on\n%s\n", p.Primary.Port, StandbySlot, StandbySlot, standbyConf)
-	appendFile(t, filepath.Join(p.Standby.Data, "postgresql.auto.conf"), conf)
-	appendFile(t, filepath.Join(p.Standby.Data, "standby.signal"), "")
+	AppendFile(t, filepath.Join(p.Standby.Data, "postgresql.auto.conf"), conf)
+	AppendFile(t, filepath.Join(p.Standby.Data, "standby.signal"), "")
 	chownPostgres(t, p.Standby.Dir)
 	p.Standby.Port = p.Standby.Start(t)
-	waitUntil(t, "the standby to stream from the primary", 60*time.Second, func() bool {
+	WaitFor(t, "the standby to stream from the primary", 60*time.Second, func() bool {
 		var n int
 		_ = admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'`, StandbySlot).Scan(&n)
 		return n == 1
@@ -117,13 +117,13 @@ func BaseBackup(t testing.TB, primary PrivateCluster, admin *pgx.Conn) PrivateCl
 			}
 		}
 	}
-	appendFile(t, filepath.Join(sb.Data, "backup_label"), label)
+	AppendFile(t, filepath.Join(sb.Data, "backup_label"), label)
 	if spcmap != "" {
-		appendFile(t, filepath.Join(sb.Data, "tablespace_map"), spcmap)
+		AppendFile(t, filepath.Join(sb.Data, "tablespace_map"), spcmap)
 	}
 	// The standby's own socket directory: the copied configuration names
 	// the primary's.
-	appendFile(t, filepath.Join(sb.Data, "postgresql.conf"), "unix_socket_directories = '"+dir+"'\n")
+	AppendFile(t, filepath.Join(sb.Data, "postgresql.conf"), "unix_socket_directories = '"+dir+"'\n")
 	chownPostgres(t, dir)
 	return sb
 }
@@ -155,7 +155,7 @@ func (p *StandbyPair) WaitReplayed(t testing.TB, primary, standby *pgx.Conn, tim
 	if err := primary.QueryRow(context.Background(), `SELECT pg_current_wal_lsn()::text`).Scan(&target); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the standby to replay up to "+target, timeout, func() bool {
+	WaitFor(t, "the standby to replay up to "+target, timeout, func() bool {
 		var done bool
 		_ = standby.QueryRow(context.Background(), `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, target).Scan(&done)
 		return done
@@ -167,7 +167,7 @@ func (p *StandbyPair) WaitReplayed(t testing.TB, primary, standby *pgx.Conn, tim
 func (p *StandbyPair) PauseReplay(t testing.TB, standby *pgx.Conn) {
 	t.Helper()
 	Exec(t, standby, `SELECT pg_wal_replay_pause()`)
-	waitUntil(t, "the standby's replay to pause", 30*time.Second, func() bool {
+	WaitFor(t, "the standby's replay to pause", 30*time.Second, func() bool {
 		var state string
 		_ = standby.QueryRow(context.Background(), `SELECT pg_get_wal_replay_pause_state()`).Scan(&state)
 		return state == "paused"
@@ -211,7 +211,8 @@ func (p *StandbyPair) LogStandbySnapshots(t testing.TB) (stop func()) {
 	return func() { close(quit); <-done }
 }
 
-func appendFile(t testing.TB, path, s string) {
+// AppendFile appends s to the file at path, creating it (mode 0600).
+func AppendFile(t testing.TB, path, s string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err == nil {
@@ -232,7 +233,9 @@ func chownPostgres(t testing.TB, dir string) {
 	}
 }
 
-func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+// WaitFor polls cond every 50 ms, failing the test after timeout with
+// what it waited for.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {

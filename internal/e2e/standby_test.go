@@ -1,0 +1,157 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
+
+// standbyDurations are TestStandbyDecode's load and replay pause, short
+// for make test; OUTBOXRELAY_STANDBY_LOAD=60s OUTBOXRELAY_STANDBY_PAUSE=30s
+// is the issue's run.
+func standbyDurations(t *testing.T) (load, pause time.Duration) {
+	t.Helper()
+	load, pause = 5*time.Second, 3*time.Second
+	for _, v := range []struct {
+		env string
+		d   *time.Duration
+	}{{"OUTBOXRELAY_STANDBY_LOAD", &load}, {"OUTBOXRELAY_STANDBY_PAUSE", &pause}} {
+		if s := os.Getenv(v.env); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("%s=%s: %v", v.env, s, err)
+			}
+			*v.d = d
+		}
+	}
+	return load, pause
+}
+
+// standbyConfig is the relay's connector file for decoding on the pair's
+// standby: database.hostname the standby, database.primary.* the primary.
+func standbyConfig(t *testing.T, p pgPair, name string, extra map[string]string) string {
+	t.Helper()
+	c := map[string]string{
+		"database.hostname": "127.0.0.1", "database.port": strconv.Itoa(p.standby.Port),
+		"database.primary.hostname": "127.0.0.1", "database.primary.port": strconv.Itoa(p.primary.Port),
+	}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return p.config(t, name, c)
+}
+
+// TestStandbyDecode: on PostgreSQL 16, 17 and 18 the relay decodes on a hot
+// standby (database.hostname) while a loader commits 1,000 events/s on the
+// primary: the slot is created on the standby within 5 s of the relay's
+// start (pg_log_standby_snapshot() through database.primary.hostname),
+// the primary has no logical walsender, heartbeat.action.query writes on
+// the primary; the standby's replay is paused and resumed, then the standby
+// promoted mid-stream and loaded as the new primary: no event missing,
+// order by id kept (outboxrelay verify). Before, preflight did not know
+// standbys: the slot took 19.9 s (the next running-xacts record) and
+// heartbeat.action.query failed on the read-only standby.
+func TestStandbyDecode(t *testing.T) {
+	for _, major := range testbed.StandbyMajors {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbyDecode(t, major) })
+	}
+}
+
+func testStandbyDecode(t *testing.T, major int) {
+	loadFor, pauseFor := standbyDurations(t)
+	sp := testbed.StartStandbyPair(t, major, "", "")
+	p := pgPair{primary: sp.Primary, standby: sp.Standby}
+	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
+	name := fmt.Sprintf("sb%d_%d", major, time.Now().UnixNano()%1e9)
+	p.outbox(t, admin, name)
+	pgExec(t, admin, `CREATE TABLE IF NOT EXISTS public.heartbeat (id int PRIMARY KEY, beats bigint NOT NULL)`)
+	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "500",
+		"heartbeat.action.query": "INSERT INTO public.heartbeat VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET beats = heartbeat.beats + 1"})
+
+	started := time.Now()
+	r := startRelay(t, cfg)
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	created := time.Since(started)
+	t.Logf("PostgreSQL %d: the relay's slot on the standby active %s after the relay started (idle primary)", major, created.Round(time.Millisecond))
+	if created > 5*time.Second {
+		t.Errorf("the slot on the standby took %s; want under 5 s", created)
+	}
+	var logical int
+	if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'`).Scan(&logical); err != nil || logical != 0 {
+		t.Errorf("the primary has %d logical slots (%v); want none: the slot lives on the standby", logical, err)
+	}
+
+	loader := pairConn(t, p.primary.Port)
+	stop := make(chan struct{})
+	ids := loadPrimary(loader, stop)
+	time.Sleep(loadFor / 2)
+	sp.PauseReplay(t, standby)
+	paused := time.Now()
+	time.Sleep(pauseFor)
+	lag := replayLagBytes(t, admin)
+	sp.ResumeReplay(t, standby)
+	t.Logf("replay paused %s under load: the standby's replay %d bytes behind the primary (pg_stat_replication)", time.Since(paused).Round(time.Millisecond), lag)
+	if lag <= 0 {
+		t.Errorf("replay paused: lag %d bytes; want it visible", lag)
+	}
+	time.Sleep(loadFor / 2)
+	close(stop)
+	committed := ids()
+	sp.WaitReplayed(t, admin, standby, 60*time.Second)
+
+	var beats int64
+	if err := admin.QueryRow(context.Background(), `SELECT coalesce(max(beats), 0) FROM public.heartbeat`).Scan(&beats); err != nil {
+		t.Fatal(err)
+	}
+	walsender := func() (pid int) {
+		_ = standby.QueryRow(context.Background(), `SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid)
+		return pid
+	}
+	before := walsender()
+	promoted := sp.Promote(t)
+	stopAfter := make(chan struct{})
+	after := loadPrimary(standby, stopAfter)
+	time.Sleep(2 * time.Second)
+	close(stopAfter)
+	onPromoted := after()
+	t.Logf("the slot's walsender on the standby: pid %d before the promotion, %d %s after it", before, walsender(), time.Since(promoted).Round(10*time.Millisecond))
+	miss, records := missing(t, standby, name+".orders", 60*time.Second)
+	t.Logf("%d rows committed on the primary before the promotion, %d on the promoted standby, %d records; heartbeat.action.query ran %d times on the primary", len(committed), len(onPromoted), records, beats)
+	if len(onPromoted) == 0 {
+		t.Errorf("no rows committed on the promoted standby")
+	}
+	if len(miss) > 0 {
+		t.Errorf("%d events missing, e.g. %v\nrelay log:\n%s", len(miss), miss[:min(len(miss), 10)], r.logTail(30))
+	}
+	if beats == 0 {
+		t.Errorf("heartbeat.action.query never ran on the primary")
+	}
+	report, err := osexec.Command(relayBinary, "verify", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--order-by", "id", "--timeout", "2m").CombinedOutput()
+	if err != nil {
+		t.Errorf("outboxrelay verify: %v\n%s", err, report)
+	}
+	if strings.Contains(r.log(), "level=ERROR") {
+		t.Errorf("the relay logged errors:\n%s", r.logTail(40))
+	}
+}
+
+// replayLagBytes is how far the standby's replay is behind the primary's
+// WAL, as the primary sees it.
+func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
+	t.Helper()
+	var lag int64
+	if err := primary.QueryRow(context.Background(), `SELECT (pg_current_wal_lsn() - replay_lsn)::bigint FROM pg_stat_replication WHERE application_name = $1`, testbed.StandbySlot).Scan(&lag); err != nil {
+		t.Fatal(err)
+	}
+	return lag
+}
