@@ -48,7 +48,12 @@ type Slot struct {
 	ConfirmedFlush capture.LSN
 	WALStatus      string
 	Failover       bool // PostgreSQL 17+: synchronized to standbys
-	Synced         bool // PostgreSQL 17+: a standby's copy of a primary's slot
+	// Invalidated is why the server invalidated the slot, "" when it did
+	// not: PostgreSQL 17+'s invalidation_reason (wal_removed,
+	// rows_removed, wal_level_insufficient, idle_timeout), or on 16
+	// "conflicting with recovery" when conflicting is true.
+	Invalidated string
+	Synced      bool // PostgreSQL 17+: a standby's copy of a primary's slot
 }
 
 // Preflight checks, over an ordinary connection as the relay's role, that
@@ -202,9 +207,10 @@ func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error)
 	// failover and synced exist from PostgreSQL 17 on: read through
 	// to_jsonb, which yields NULL (false) on older servers.
 	err := conn.QueryRow(ctx, `SELECT plugin, database, temporary, active, active_pid, confirmed_flush_lsn::text, wal_status,
-		coalesce((to_jsonb(s)->>'failover')::bool, false), coalesce((to_jsonb(s)->>'synced')::bool, false)
+		coalesce((to_jsonb(s)->>'failover')::bool, false), coalesce((to_jsonb(s)->>'synced')::bool, false),
+		coalesce(to_jsonb(s)->>'invalidation_reason', CASE WHEN (to_jsonb(s)->>'conflicting')::bool THEN 'conflicting with recovery' ELSE '' END)
 		FROM pg_replication_slots s WHERE slot_name = $1`, name).
-		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal, &s.Failover, &s.Synced)
+		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal, &s.Failover, &s.Synced, &s.Invalidated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
@@ -239,12 +245,31 @@ func CheckSlot(s Slot, cfg *Config) error {
 		return fmt.Errorf("preflight: %w: slot %q uses plugin %q; outboxrelay reads pgoutput: choose another slot.name, or drop it with %s", ErrSlotIncompat, cfg.Slot, s.Plugin, drop)
 	case s.Database != cfg.DBName:
 		return fmt.Errorf("preflight: %w: slot %q belongs to database %q, not %q (database.dbname): choose another slot.name", ErrSlotIncompat, cfg.Slot, s.Database, cfg.DBName)
+	case s.Invalidated != "" && s.Invalidated != "wal_removed":
+		return fmt.Errorf("preflight: %w: slot %q was invalidated by the server (%s): %s; events after %s can no longer be decoded from it. The relay does not create it again by itself (what was committed in between would be skipped): fix the cause, drop it with %s and restart with snapshot.mode=when_needed (the outbox tables are read again)",
+			ErrSlotIncompat, cfg.Slot, s.Invalidated, invalidationCause(s.Invalidated), s.ConfirmedFlush, drop)
 	case s.WALStatus == "lost":
 		return fmt.Errorf("preflight: %w: slot %q lost WAL it needed (wal_status=lost; max_slot_wal_keep_size too small?): events after %s are gone from the server; drop it with %s and restart with snapshot.mode=when_needed (the outbox tables are read again)", ErrSlotIncompat, cfg.Slot, s.ConfirmedFlush, drop)
 	case s.Active:
 		return fmt.Errorf("preflight: %w: slot %q is active on backend pid %d: stop the other consumer (another outboxrelay or Debezium), or end it with SELECT pg_terminate_backend(%d);", ErrSlotInUse, cfg.Slot, s.ActivePID, s.ActivePID)
 	}
 	return nil
+}
+
+// invalidationCause says what a slot's invalidation_reason means and what
+// prevents it.
+func invalidationCause(reason string) string {
+	switch reason {
+	case "wal_level_insufficient":
+		return "wal_level was lowered below logical on the primary; set it back (ALTER SYSTEM SET wal_level = logical; and restart the primary)"
+	case "rows_removed":
+		return "the primary removed rows the slot still needed (a recovery conflict); set hot_standby_feedback = on on the standby and let it stream through a physical slot (primary_slot_name)"
+	case "idle_timeout":
+		return "the slot was idle longer than idle_replication_slot_timeout; raise it or keep the relay running"
+	case "conflicting with recovery":
+		return "a recovery conflict on the standby: wal_level lowered below logical on the primary, or rows the slot needed removed there (set hot_standby_feedback = on with a physical slot)"
+	}
+	return "see the server's log"
 }
 
 // publicationTables returns the outbox tables the publication covers,

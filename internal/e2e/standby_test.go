@@ -155,3 +155,91 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 	}
 	return lag
 }
+
+// TestStandbySlotInvalidated: the relay decodes on a PostgreSQL 16, 17 and
+// 18 standby while rows are committed on the primary; wal_level is lowered
+// to replica on the primary and the primary restarted, which invalidates
+// the standby's logical slot (a recovery conflict). The relay stops with
+// exit 1, naming the reason and the fix, and the slot is not created
+// again; every event committed before the change was published. Before,
+// the invalidated slot was reported as a failed START_REPLICATION only.
+func TestStandbySlotInvalidated(t *testing.T) {
+	for _, major := range testbed.StandbyMajors {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbySlotInvalidated(t, major) })
+	}
+}
+
+func testStandbySlotInvalidated(t *testing.T, major int) {
+	sp := testbed.StartStandbyPair(t, major, "", "")
+	p := pgPair{primary: sp.Primary, standby: sp.Standby}
+	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
+	name := fmt.Sprintf("inv%d_%d", major, time.Now().UnixNano()%1e9)
+	p.outbox(t, admin, name)
+	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	cfg := standbyConfig(t, p, name, nil)
+	r := startRelay(t, cfg)
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	stop := make(chan struct{})
+	ids := loadPrimary(pairConn(t, p.primary.Port), stop)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	committed := ids()
+	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	if miss, records := missing(t, standby, name+".orders", 60*time.Second); len(miss) > 0 {
+		t.Fatalf("%d of %d events missing before the conflict (%d records)", len(miss), len(committed), records)
+	}
+
+	pgExec(t, admin, `ALTER SYSTEM SET wal_level = replica`)
+	sp.Primary.Restart(t)
+	code := r.wait(t, 90*time.Second)
+	log := r.log()
+	var reason string
+	_ = standby.QueryRow(context.Background(), `SELECT coalesce(to_jsonb(s)->>'invalidation_reason', (to_jsonb(s)->>'conflicting')) FROM pg_replication_slots s WHERE slot_name = $1`, name).Scan(&reason)
+	last := log[strings.LastIndex(strings.TrimSpace(log), "\n")+1:]
+	t.Logf("PostgreSQL %d: the slot's invalidation on the standby: %q; the relay exited %d: %s", major, reason, code, strings.TrimSpace(last))
+	want := "was invalidated by the server"
+	if code != 1 || !strings.Contains(log, want) || !strings.Contains(log, "wal_level") || !strings.Contains(log, "snapshot.mode=when_needed") {
+		t.Fatalf("the relay exited %d; want 1 with %q, the cause (wal_level) and the fix; log:\n%s", code, want, r.logTail(20))
+	}
+	if strings.Count(log, "replication slot created") != 1 {
+		t.Errorf("the relay created the slot %d times; want once (never again after the invalidation)", strings.Count(log, "replication slot created"))
+	}
+}
+
+// TestStandbyRefused: the relay pointed at a hot standby stops at start,
+// exit 1, saying why: PostgreSQL 15 (a standby hosts logical slots from 16
+// on; the version named), 16+ without database.primary.hostname (the key
+// named), and poll mode (it marks rows; the standby is read-only).
+func TestStandbyRefused(t *testing.T) {
+	cases := []struct {
+		name  string
+		major int
+		extra map[string]string
+		want  []string
+	}{
+		{"pg15", 15, nil, []string{"is a hot standby", "PostgreSQL 15", "from PostgreSQL 16 on"}},
+		{"no primary", 16, map[string]string{"database.primary.hostname": ""}, []string{"is a hot standby", "set database.primary.hostname"}},
+		{"poll mode", 16, map[string]string{"outbox.capture.mode": "poll"}, []string{"poll mode marks each row it sends"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sp := testbed.StartStandbyPair(t, c.major, "", "")
+			p := pgPair{primary: sp.Primary, standby: sp.Standby}
+			admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
+			name := fmt.Sprintf("ref_%d", time.Now().UnixNano()%1e9)
+			p.outbox(t, admin, name)
+			sp.WaitReplayed(t, admin, standby, 30*time.Second)
+			r := startRelay(t, standbyConfig(t, p, name, c.extra))
+			code := r.wait(t, 60*time.Second)
+			log := r.log()
+			for _, w := range c.want {
+				if code != 1 || !strings.Contains(log, w) {
+					t.Fatalf("the relay exited %d; want 1 saying %q; log:\n%s", code, w, r.logTail(10))
+				}
+			}
+			if n := 0; standby.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'`).Scan(&n) == nil && n != 0 {
+				t.Errorf("%d logical slots on the standby; want none", n)
+			}
+		})
+	}
+}

@@ -188,6 +188,13 @@ func (p *StandbyPair) Promote(t testing.TB) time.Time {
 	return time.Now()
 }
 
+// Restart restarts the cluster (pg_ctl restart -m fast) on its port, its
+// log where Start put it.
+func (pg PrivateCluster) Restart(t testing.TB) {
+	t.Helper()
+	AsPostgres(t, filepath.Join(pg.Bin, "pg_ctl"), "-D", pg.Data, "-l", filepath.Join(pg.Dir, "postgres.log"), "-m", "fast", "-w", "-t", "60", "restart")
+}
+
 // LogStandbySnapshots calls pg_log_standby_snapshot() on the primary every
 // 200 ms until the returned function is called, so that a logical slot
 // being created on the standby finds a running-xacts record at once.
