@@ -78,6 +78,7 @@ func testStandbyDecode(t *testing.T, major int) {
 	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "500",
 		"heartbeat.action.query": "INSERT INTO public.heartbeat VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET beats = heartbeat.beats + 1"})
 
+	checkStandby(t, cfg, standby, p.standby.Port)
 	started := time.Now()
 	r := startRelay(t, cfg)
 	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
@@ -242,4 +243,26 @@ func TestStandbyRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkStandby: outboxrelay check on a good standby setup passes and
+// lists the standby's lines; with hot_standby_feedback off it fails
+// saying how to fix it (the setting is restored after).
+func checkStandby(t *testing.T, cfg string, standby *pgx.Conn, port int) {
+	t.Helper()
+	out, code := runCheck(t, cfg)
+	for _, w := range []string{"✓ hot standby", fmt.Sprintf("✓ standby 127.0.0.1:%d/postgres hot_standby_feedback: on", port), "replay", "✓ primary 127.0.0.1:", "wal_level: logical"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Fatalf("check on the standby: exit %d; want 0 and %q in:\n%s", code, w, out)
+		}
+	}
+	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = off`, `SELECT pg_reload_conf()`)
+	time.Sleep(300 * time.Millisecond)
+	out, code = runCheck(t, cfg)
+	pgExec(t, standby, `ALTER SYSTEM RESET hot_standby_feedback`, `SELECT pg_reload_conf()`)
+	want := fmt.Sprintf("✗ standby 127.0.0.1:%d/postgres hot_standby_feedback: off", port)
+	if code == 0 || !strings.Contains(out, want) || !strings.Contains(out, "ALTER SYSTEM SET hot_standby_feedback = on") {
+		t.Fatalf("check with hot_standby_feedback off: exit %d; want a failure %q with its fix in:\n%s", code, want, out)
+	}
+	t.Logf("check on the standby:\n%s", out)
 }
