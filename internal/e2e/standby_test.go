@@ -259,7 +259,7 @@ func checkStandby(t *testing.T, cfg string, standby *pgx.Conn, port int) {
 	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = off`, `SELECT pg_reload_conf()`)
 	time.Sleep(300 * time.Millisecond)
 	out, code = runCheck(t, cfg)
-	pgExec(t, standby, `ALTER SYSTEM RESET hot_standby_feedback`, `SELECT pg_reload_conf()`)
+	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = on`, `SELECT pg_reload_conf()`)
 	want := fmt.Sprintf("✗ standby 127.0.0.1:%d/postgres hot_standby_feedback: off", port)
 	if code == 0 || !strings.Contains(out, want) || !strings.Contains(out, "ALTER SYSTEM SET hot_standby_feedback = on") {
 		t.Fatalf("check with hot_standby_feedback off: exit %d; want a failure %q with its fix in:\n%s", code, want, out)
