@@ -158,7 +158,7 @@ func countRows(t *testing.T, admin *pgx.Conn, table string) int {
 // standby's slot confirmed. Before, its DELETE ran on the read-only
 // standby and every round failed.
 func TestJanitorOnStandby(t *testing.T) {
-	for _, major := range testbed.StandbyMajors {
+	for _, major := range testbed.StandbyMajors() {
 		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
 			sp := testbed.StartStandbyPair(t, major, "", "")
 			primary, standby := sp.Connect(t, sp.Primary), sp.Connect(t, sp.Standby)

@@ -61,7 +61,7 @@ func standbyConfig(t *testing.T, p pgPair, name string, extra map[string]string)
 // standbys: the slot took 19.9 s (the next running-xacts record) and
 // heartbeat.action.query failed on the read-only standby.
 func TestStandbyDecode(t *testing.T) {
-	for _, major := range testbed.StandbyMajors {
+	for _, major := range testbed.StandbyMajors() {
 		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbyDecode(t, major) })
 	}
 }
@@ -165,7 +165,7 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 // again; every event committed before the change was published. Before,
 // the invalidated slot was reported as a failed START_REPLICATION only.
 func TestStandbySlotInvalidated(t *testing.T) {
-	for _, major := range testbed.StandbyMajors {
+	for _, major := range testbed.StandbyMajors() {
 		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbySlotInvalidated(t, major) })
 	}
 }

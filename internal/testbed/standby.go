@@ -16,7 +16,7 @@ import (
 
 // StandbyMajors are the PostgreSQL majors on which a hot standby can host
 // a logical slot (16+) and the bed installs.
-var StandbyMajors = []int{16, 17, 18}
+func StandbyMajors() []int { return []int{16, 17, 18} }
 
 // ServerBinDir is the directory of PostgreSQL major's initdb, pg_ctl and
 // postgres: the bed's own when it runs that major, else the embedded

@@ -17,7 +17,7 @@ import (
 // pg_log_standby_snapshot() runs on the idle primary, and the promoted
 // standby takes writes.
 func TestStandbyPair(t *testing.T) {
-	for _, major := range testbed.StandbyMajors {
+	for _, major := range testbed.StandbyMajors() {
 		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
 			p := testbed.StartStandbyPair(t, major, "", "")
 			primary, standby := p.Connect(t, p.Primary), p.Connect(t, p.Standby)
