@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/postgres"
 )
@@ -80,7 +82,7 @@ func NewSource(pg *postgres.Config, cfg Config, opt SourceOptions) (*Source, err
 // Retryable: a PostgreSQL connection's rule (postgres.Retryable); a table
 // poll mode cannot read is not retried.
 func (s *Source) Retryable(err error) bool {
-	return !errors.Is(err, ErrTable) && postgres.Retryable(err)
+	return !errors.Is(err, ErrTable) && !errors.Is(err, ErrStandby) && postgres.Retryable(err)
 }
 
 // Close releases nothing: a stream's locks live on its own connection.
@@ -107,6 +109,9 @@ func (s *Source) Open(ctx context.Context, known capture.Known) (_ capture.Strea
 			conn.Close(context.Background())
 		}
 	}()
+	if err := refuseStandby(ctx, conn, s.pg); err != nil {
+		return nil, err
+	}
 	names, err := postgres.IncludedTables(ctx, conn, s.pg)
 	if err == nil {
 		err = postgres.RequireTables(s.pg, names)
@@ -138,6 +143,22 @@ func (s *Source) Open(ctx context.Context, known capture.Known) (_ capture.Strea
 }
 
 func (s *Source) state(st capture.State) { s.opt.Observer.State(st) }
+
+// ErrStandby: poll mode pointed at a hot standby. Not retried.
+var ErrStandby = errors.New("poll mode: database.hostname is a hot standby")
+
+// refuseStandby: poll mode marks every row it sends (UPDATE … SET
+// dispatched), which a read-only hot standby cannot do.
+func refuseStandby(ctx context.Context, conn *pgx.Conn, pg *postgres.Config) error {
+	var standby bool
+	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
+		return fmt.Errorf("poll mode: pg_is_in_recovery(): %w", err)
+	}
+	if standby {
+		return fmt.Errorf("%w (%s, pg_is_in_recovery() is true): poll mode marks each row it sends, and a standby is read-only; point database.hostname at the primary, or decode from the standby with outbox.capture.mode=logical (PostgreSQL 16+)", ErrStandby, pg.Where())
+	}
+	return nil
+}
 
 // nopObserver is the Observer of a source given none.
 type nopObserver struct{}

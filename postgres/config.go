@@ -28,9 +28,14 @@ type Config struct {
 	// target_session_attrs=read-write, so that after a failover the relay
 	// finds the new primary. Port is database.port, default 5432: one
 	// port for every host, or one per host.
-	Host        string
-	Port        int    // the first host's port
-	Ports       []int  // one per host
+	Host  string
+	Port  int   // the first host's port
+	Ports []int // one per host
+	// PrimaryHost is database.primary.hostname: when Host is a hot
+	// standby, the primary, for what a standby cannot do (Primary).
+	// PrimaryPort is database.primary.port, default 5432.
+	PrimaryHost string
+	PrimaryPort int
 	User        string // database.user (required)
 	Password    string // database.password; never logged
 	DBName      string // database.dbname (required)
@@ -72,6 +77,8 @@ func ParseConfig(m map[string]string) (Config, error) {
 		SSLKey:      r.Text("database.sslkey"),
 		SSLPassword: m["database.sslpassword"],
 		TablesText:  m["table.include.list"],
+		PrimaryHost: r.Text("database.primary.hostname"),
+		PrimaryPort: int(r.Int("database.primary.port")),
 
 		RequireAuth:    strings.ToLower(r.Text("database.require_auth")),
 		ChannelBinding: strings.ToLower(r.Text("database.channel_binding")),
@@ -287,6 +294,21 @@ func (c *Config) ForHost(i int) *Config {
 	hosts := splitHosts(c.Host)
 	h.Host, h.Port, h.Ports = hosts[i], c.Ports[i], []int{c.Ports[i]}
 	return &h
+}
+
+// Primary is the configuration of database.primary.hostname, every other
+// setting shared, or nil when the key is not set. It is a key of its own
+// rather than the standby's primary_conninfo: that string is the standby's
+// replication credentials (often another role), visible only to roles with
+// pg_read_all_settings, and may name an upstream standby of a cascade.
+func (c *Config) Primary() *Config {
+	if c.PrimaryHost == "" {
+		return nil
+	}
+	p := *c
+	p.Host, p.Port, p.Ports = c.PrimaryHost, c.PrimaryPort, []int{c.PrimaryPort}
+	p.PrimaryHost, p.PrimaryPort = "", 0
+	return &p
 }
 
 // String describes the connection for a message: where, as whom, the TLS

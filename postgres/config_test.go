@@ -276,3 +276,36 @@ func TestConfigPrintsNoPassword(t *testing.T) {
 		t.Errorf("the connection is not described:\n%s", text)
 	}
 }
+
+// TestPrimary: database.primary.hostname and port make a configuration of
+// the primary sharing every other setting; without the key there is none.
+func TestPrimary(t *testing.T) {
+	m := baseConfig()
+	m["database.hostname"], m["database.port"], m["database.password"] = "standby", "5433", "pw"
+	c, err := ParseConfig(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Primary() != nil {
+		t.Fatalf("Primary() without database.primary.hostname: %+v; want nil", c.Primary())
+	}
+	m["database.primary.hostname"] = "primary"
+	if c, err = ParseConfig(m); err != nil {
+		t.Fatal(err)
+	}
+	p := c.Primary()
+	if p == nil || p.Host != "primary" || p.Port != 5432 || len(p.Ports) != 1 || p.Ports[0] != 5432 || p.User != "u" || p.Password != "pw" || p.DBName != "d" || p.Primary() != nil {
+		t.Fatalf("Primary() = %+v; want primary:5432 with the standby's user, password and database", p)
+	}
+	m["database.primary.port"] = "6543"
+	if c, err = ParseConfig(m); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Primary(); p.Port != 6543 || c.Host != "standby" || c.Port != 5433 {
+		t.Fatalf("Primary() port %d (the standby %s:%d); want 6543 (standby:5433)", p.Port, c.Host, c.Port)
+	}
+	m["database.primary.port"] = "0"
+	if _, err := ParseConfig(m); err == nil || !strings.Contains(err.Error(), "database.primary.port") {
+		t.Fatalf("database.primary.port=0: %v; want an error naming the key", err)
+	}
+}

@@ -60,8 +60,16 @@ type JanitorRule struct {
 	Column, Key string
 	// Ready, when set, runs first in each batch's transaction, which is
 	// then REPEATABLE READ: it returns once every row that transaction
-	// sees may go, or an error, and the batch deletes nothing.
-	Ready func(ctx context.Context, tx pgx.Tx) error
+	// sees may go, or an error, and the batch deletes nothing. source is
+	// the server the capture source reads (its slot): tx itself, or on a
+	// hot standby database.hostname while tx runs on the primary.
+	Ready func(ctx context.Context, tx pgx.Tx, source Querier) error
+}
+
+// Querier is what Ready reads the source's server through: a *pgx.Conn
+// or a pgx.Tx.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // Janitor deletes outbox rows older than the retention, in small batches,
@@ -122,7 +130,35 @@ func (j *Janitor) Round(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("janitor: %w", err)
 	}
-	return j.clean(ctx, tables, func(table string) (int64, error) { return j.batch(ctx, conn, table) })
+	writer, err := j.writer(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
+	if writer != conn {
+		defer writer.Close(context.Background())
+	}
+	return j.clean(ctx, tables, func(table string) (int64, error) { return j.batch(ctx, writer, conn, table) })
+}
+
+// writer is the connection the deletes run on: conn, or when conn is a
+// hot standby (decoding there, database.primary.hostname set) a new
+// connection to the primary. After a promotion conn is the primary again.
+func (j *Janitor) writer(ctx context.Context, conn *pgx.Conn) (*pgx.Conn, error) {
+	if j.PG.Primary() == nil {
+		return conn, nil
+	}
+	var standby bool
+	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
+		return nil, fmt.Errorf("janitor: pg_is_in_recovery(): %w", err)
+	}
+	if !standby {
+		return conn, nil
+	}
+	w, err := j.PG.Primary().Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("janitor: database.hostname is a hot standby; the deletes go to database.primary.hostname: %w", err)
+	}
+	return w, nil
 }
 
 // clean runs batch on each table until a batch deletes fewer rows than
@@ -154,7 +190,7 @@ func (j *Janitor) clean(ctx context.Context, tables []string, batch func(table s
 
 // batch deletes one batch of table in a transaction of its own, after
 // Rule.Ready.
-func (j *Janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int64, error) {
+func (j *Janitor) batch(ctx context.Context, conn, source *pgx.Conn, table string) (int64, error) {
 	opts := pgx.TxOptions{}
 	if j.Rule.Ready != nil {
 		opts.IsoLevel = pgx.RepeatableRead
@@ -165,7 +201,11 @@ func (j *Janitor) batch(ctx context.Context, conn *pgx.Conn, table string) (int6
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit a no-op
 	if j.Rule.Ready != nil {
-		if err := j.Rule.Ready(ctx, tx); err != nil {
+		var src Querier = tx
+		if source != conn {
+			src = source
+		}
+		if err := j.Rule.Ready(ctx, tx, src); err != nil {
 			return 0, err
 		}
 	}

@@ -32,14 +32,19 @@ import (
 // transaction's start time, so a long transaction can commit, unconfirmed,
 // a row that already looks old.
 //
+// On a hot standby (database.primary.hostname set) the batch runs on the
+// primary and the slot is read on the standby: the standby's slot decodes
+// the primary's WAL, so its confirmed_flush_lsn is a position of the same
+// WAL as W, and the rule holds unchanged.
+//
 // A row updated after S (an application marking it sent) makes the DELETE
 // fail with a serialization error; the batch is rolled back and tried again
 // next round. The snapshot is held for at most ConfirmWait, which bounds
 // how long the janitor holds back VACUUM.
 func JanitorRule(cfg *Config, j postgres.JanitorConfig) postgres.JanitorRule {
 	return postgres.JanitorRule{Rows: "confirmed", Column: j.Column, Key: postgres.KeyRetentionColumn,
-		Ready: func(ctx context.Context, tx pgx.Tx) error {
-			return waitSnapshotConfirmed(ctx, tx, cfg.Slot, j.ConfirmWait)
+		Ready: func(ctx context.Context, tx pgx.Tx, source postgres.Querier) error {
+			return waitSnapshotConfirmed(ctx, tx, source, cfg.Slot, j.ConfirmWait)
 		}}
 }
 
@@ -48,8 +53,10 @@ func JanitorRule(cfg *Config, j postgres.JanitorConfig) postgres.JanitorRule {
 var errNotConfirmed = errors.New("the slot has not confirmed past the batch's snapshot yet")
 
 // waitSnapshotConfirmed reads the WAL insert position in tx's snapshot
-// and waits, at most wait, until the slot confirmed past it.
-func waitSnapshotConfirmed(ctx context.Context, tx pgx.Tx, slot string, wait time.Duration) error {
+// and waits, at most wait, until the slot (on source: tx's server, or the
+// hot standby decoding tx's primary's WAL, whose positions are the
+// primary's) confirmed past it.
+func waitSnapshotConfirmed(ctx context.Context, tx pgx.Tx, source postgres.Querier, slot string, wait time.Duration) error {
 	var text string
 	if err := tx.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&text); err != nil {
 		return fmt.Errorf("janitor: reading the WAL insert position: %w", err)
@@ -58,15 +65,15 @@ func waitSnapshotConfirmed(ctx context.Context, tx pgx.Tx, slot string, wait tim
 	if err != nil {
 		return fmt.Errorf("janitor: WAL insert position %q: %w", text, err)
 	}
-	return waitConfirmed(ctx, tx, slot, w, wait)
+	return waitConfirmed(ctx, source, slot, w, wait)
 }
 
 // waitConfirmed polls the slot until its confirmed_flush_lsn reaches w.
-func waitConfirmed(ctx context.Context, tx pgx.Tx, slot string, w capture.LSN, wait time.Duration) error {
+func waitConfirmed(ctx context.Context, source postgres.Querier, slot string, w capture.LSN, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		var text *string
-		err := tx.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&text)
+		err := source.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&text)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && text == nil) {
 			return fmt.Errorf("janitor: slot %q does not exist or has no confirmed position: %w", slot, errNotConfirmed)
 		}

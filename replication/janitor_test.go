@@ -152,3 +152,60 @@ func countRows(t *testing.T, admin *pgx.Conn, table string) int {
 	}
 	return n
 }
+
+// TestJanitorOnStandby: decoding on a hot standby (PostgreSQL 16, 17, 18),
+// the janitor deletes on database.primary.hostname, and only the rows the
+// standby's slot confirmed. Before, its DELETE ran on the read-only
+// standby and every round failed.
+func TestJanitorOnStandby(t *testing.T) {
+	for _, major := range testbed.StandbyMajors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			sp := testbed.StartStandbyPair(t, major, "", "")
+			primary, standby := sp.Connect(t, sp.Primary), sp.Connect(t, sp.Standby)
+			testbed.Exec(t, primary, `CREATE TABLE public.outbox (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), payload text)`)
+			sp.WaitReplayed(t, primary, standby, 30*time.Second)
+			stop := sp.LogStandbySnapshots(t)
+			testbed.Exec(t, standby, `SELECT pg_create_logical_replication_slot('janitor', 'pgoutput')`)
+			stop()
+			testbed.Exec(t, primary, `INSERT INTO public.outbox (created_at, payload) VALUES (now() - interval '1 hour', 'old1'), (now() - interval '1 hour', 'old2'), (now(), 'young')`)
+			sp.WaitReplayed(t, primary, standby, 30*time.Second)
+
+			pcfg, err := replication.ParseConfig(map[string]string{
+				"database.hostname": "127.0.0.1", "database.port": fmt.Sprint(sp.Standby.Port),
+				"database.primary.hostname": "127.0.0.1", "database.primary.port": fmt.Sprint(sp.Primary.Port),
+				"database.user": "postgres", "database.dbname": "postgres", "database.sslmode": "disable",
+				"slot.name": "janitor", "table.include.list": "public.outbox", "topic.prefix": "t",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jc := postgres.JanitorConfig{Retention: time.Minute, Column: "created_at", Batch: 1000, Pause: time.Millisecond, ConfirmWait: time.Second}
+			j := &postgres.Janitor{Cfg: jc, PG: &pcfg.Config, Rule: replication.JanitorRule(&pcfg, jc),
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Active: func() bool { return true }}
+			ctx := context.Background()
+			if deleted, err := j.Round(ctx); err == nil || deleted != 0 || countRows(t, primary, "outbox") != 3 {
+				t.Fatalf("with the standby's slot behind the rows: deleted %d, err %v; want nothing deleted and errNotConfirmed", deleted, err)
+			}
+			// The slot on the standby follows its replay, as under a relay
+			// that keeps up.
+			follow := sp.Connect(t, sp.Standby)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; i < 40; i++ {
+					_, _ = follow.Exec(ctx, `SELECT pg_replication_slot_advance('janitor', pg_last_wal_replay_lsn())`)
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+			deleted, err := j.Round(ctx)
+			<-done
+			if err != nil || deleted != 2 {
+				t.Fatalf("after the standby's slot confirmed the rows: deleted %d, err %v; want the 2 old rows, on the primary", deleted, err)
+			}
+			var left string
+			if err := primary.QueryRow(ctx, `SELECT string_agg(payload, ',') FROM public.outbox`).Scan(&left); err != nil || left != "young" {
+				t.Fatalf("rows left on the primary %q (%v); want only the young one", left, err)
+			}
+		})
+	}
+}

@@ -23,11 +23,16 @@ var (
 	ErrSlotIncompat  = errors.New("replication slot cannot be used")
 	ErrSlotGone      = errors.New("replication slot is gone")
 	ErrServerVersion = errors.New("PostgreSQL version not supported")
+	// ErrStandby: database.hostname is a hot standby, which the relay
+	// can decode on only with database.primary.hostname set (and not in
+	// poll mode).
+	ErrStandby = errors.New("database.hostname is a hot standby")
 )
 
 // Server is what the preflight learned about the database.
 type Server struct {
 	VersionNum int      // server_version_num, e.g. 150018
+	InRecovery bool     // a hot standby: database.primary.hostname does what it cannot
 	Tables     []string // the outbox tables in the publication, "schema.table"
 	Slot       Slot
 }
@@ -43,7 +48,12 @@ type Slot struct {
 	ConfirmedFlush capture.LSN
 	WALStatus      string
 	Failover       bool // PostgreSQL 17+: synchronized to standbys
-	Synced         bool // PostgreSQL 17+: a standby's copy of a primary's slot
+	// Invalidated is why the server invalidated the slot, "" when it did
+	// not: PostgreSQL 17+'s invalidation_reason (wal_removed,
+	// rows_removed, wal_level_insufficient, idle_timeout), or on 16
+	// "conflicting with recovery" when conflicting is true.
+	Invalidated string
+	Synced      bool // PostgreSQL 17+: a standby's copy of a primary's slot
 }
 
 // Preflight checks, over an ordinary connection as the relay's role, that
@@ -61,7 +71,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logge
 			return nil, f.Err
 		}
 	}
-	srv := &Server{VersionNum: set.VersionNum}
+	srv := &Server{VersionNum: set.VersionNum, InRecovery: set.InRecovery}
 	tables, err := publicationTables(ctx, conn, cfg, log)
 	if err != nil {
 		return nil, err
@@ -83,15 +93,17 @@ type Settings struct {
 	MaxSenders  int // max_wal_senders
 	Replication bool
 	Superuser   bool
+	// InRecovery is pg_is_in_recovery(): the server is a hot standby.
+	InRecovery bool
 }
 
 // ReadSettings reads the settings in one query.
 func ReadSettings(ctx context.Context, conn *pgx.Conn) (Settings, error) {
 	var s Settings
 	err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int, current_setting('server_version'), current_setting('wal_level'),
-		current_setting('max_replication_slots')::int, current_setting('max_wal_senders')::int, r.rolreplication, r.rolsuper
+		current_setting('max_replication_slots')::int, current_setting('max_wal_senders')::int, r.rolreplication, r.rolsuper, pg_is_in_recovery()
 		FROM pg_roles r WHERE r.rolname = current_user`).
-		Scan(&s.VersionNum, &s.Version, &s.WALLevel, &s.MaxSlots, &s.MaxSenders, &s.Replication, &s.Superuser)
+		Scan(&s.VersionNum, &s.Version, &s.WALLevel, &s.MaxSlots, &s.MaxSenders, &s.Replication, &s.Superuser, &s.InRecovery)
 	if err != nil {
 		return s, fmt.Errorf("preflight: reading server settings and the role's attributes: %w", err)
 	}
@@ -131,6 +143,9 @@ func (s Settings) Findings(cfg *Config) []Finding {
 			Err: fmt.Errorf("preflight: %w: role %q has neither REPLICATION nor SUPERUSER; run ALTER ROLE %s REPLICATION; (database.user)", ErrNoReplication, cfg.User, postgres.QuoteIdent(cfg.User))}
 	}
 	out := []Finding{version, wal, role}
+	if s.InRecovery {
+		out = append(out, s.standbyFinding(cfg))
+	}
 	if cfg.SlotFailover {
 		out = append(out, s.failoverFinding())
 	}
@@ -138,6 +153,27 @@ func (s Settings) Findings(cfg *Config) []Finding {
 		out = append(out, s.messagesFinding())
 	}
 	return out
+}
+
+// standbyFinding: a hot standby hosts a logical slot from PostgreSQL 16 on;
+// what it cannot do (pg_log_standby_snapshot() while the slot is created,
+// heartbeat.action.query, the janitor's deletes) is done on
+// database.primary.hostname. The failover lock stays on the standby: it
+// guards the slot, which lives there.
+func (s Settings) standbyFinding(cfg *Config) Finding {
+	switch {
+	case s.VersionNum < 160000:
+		return Finding{Name: "hot standby", Detail: "database.hostname is a hot standby running PostgreSQL " + s.Version + ", which cannot host a logical slot",
+			Fix: "point database.hostname at the primary, or upgrade to PostgreSQL 16 or newer",
+			Err: fmt.Errorf("preflight: %w: database.hostname %s is a hot standby (pg_is_in_recovery() is true) running PostgreSQL %s (server_version_num %d), and a standby can host a logical slot from PostgreSQL 16 on: point database.hostname at the primary, or upgrade",
+				ErrStandby, cfg.Where(), s.Version, s.VersionNum)}
+	case cfg.Primary() == nil:
+		return Finding{Name: "hot standby", Detail: "database.hostname is a hot standby and database.primary.hostname is not set",
+			Fix: "set database.primary.hostname (and database.primary.port) to the primary",
+			Err: fmt.Errorf("preflight: %w: database.hostname %s is a hot standby (pg_is_in_recovery() is true); pg_log_standby_snapshot() at slot creation, heartbeat.action.query and the janitor's deletes need the primary: set database.primary.hostname and database.primary.port",
+				ErrStandby, cfg.Where())}
+	}
+	return Finding{Name: "hot standby", OK: true, Detail: "database.hostname is a hot standby (PostgreSQL " + s.Version + "): the slot is created and read there; the primary is " + cfg.Primary().Where()}
 }
 
 // messagesFinding: pgoutput sends logical decoding messages from
@@ -171,9 +207,10 @@ func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error)
 	// failover and synced exist from PostgreSQL 17 on: read through
 	// to_jsonb, which yields NULL (false) on older servers.
 	err := conn.QueryRow(ctx, `SELECT plugin, database, temporary, active, active_pid, confirmed_flush_lsn::text, wal_status,
-		coalesce((to_jsonb(s)->>'failover')::bool, false), coalesce((to_jsonb(s)->>'synced')::bool, false)
+		coalesce((to_jsonb(s)->>'failover')::bool, false), coalesce((to_jsonb(s)->>'synced')::bool, false),
+		coalesce(to_jsonb(s)->>'invalidation_reason', CASE WHEN (to_jsonb(s)->>'conflicting')::bool THEN 'conflicting with recovery' ELSE '' END)
 		FROM pg_replication_slots s WHERE slot_name = $1`, name).
-		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal, &s.Failover, &s.Synced)
+		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal, &s.Failover, &s.Synced, &s.Invalidated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
@@ -208,12 +245,31 @@ func CheckSlot(s Slot, cfg *Config) error {
 		return fmt.Errorf("preflight: %w: slot %q uses plugin %q; outboxrelay reads pgoutput: choose another slot.name, or drop it with %s", ErrSlotIncompat, cfg.Slot, s.Plugin, drop)
 	case s.Database != cfg.DBName:
 		return fmt.Errorf("preflight: %w: slot %q belongs to database %q, not %q (database.dbname): choose another slot.name", ErrSlotIncompat, cfg.Slot, s.Database, cfg.DBName)
+	case s.Invalidated != "" && s.Invalidated != "wal_removed":
+		return fmt.Errorf("preflight: %w: slot %q was invalidated by the server (%s): %s; events after %s can no longer be decoded from it. The relay does not create it again by itself (what was committed in between would be skipped): fix the cause, drop it with %s and restart with snapshot.mode=when_needed (the outbox tables are read again)",
+			ErrSlotIncompat, cfg.Slot, s.Invalidated, invalidationCause(s.Invalidated), s.ConfirmedFlush, drop)
 	case s.WALStatus == "lost":
 		return fmt.Errorf("preflight: %w: slot %q lost WAL it needed (wal_status=lost; max_slot_wal_keep_size too small?): events after %s are gone from the server; drop it with %s and restart with snapshot.mode=when_needed (the outbox tables are read again)", ErrSlotIncompat, cfg.Slot, s.ConfirmedFlush, drop)
 	case s.Active:
 		return fmt.Errorf("preflight: %w: slot %q is active on backend pid %d: stop the other consumer (another outboxrelay or Debezium), or end it with SELECT pg_terminate_backend(%d);", ErrSlotInUse, cfg.Slot, s.ActivePID, s.ActivePID)
 	}
 	return nil
+}
+
+// invalidationCause says what a slot's invalidation_reason means and what
+// prevents it.
+func invalidationCause(reason string) string {
+	switch reason {
+	case "wal_level_insufficient":
+		return "wal_level was lowered below logical on the primary; set it back (ALTER SYSTEM SET wal_level = logical; and restart the primary)"
+	case "rows_removed":
+		return "the primary removed rows the slot still needed (a recovery conflict); set hot_standby_feedback = on on the standby and let it stream through a physical slot (primary_slot_name)"
+	case "idle_timeout":
+		return "the slot was idle longer than idle_replication_slot_timeout; raise it or keep the relay running"
+	case "conflicting with recovery":
+		return "a recovery conflict on the standby: wal_level lowered below logical on the primary, or rows the slot needed removed there (set hot_standby_feedback = on with a physical slot)"
+	}
+	return "see the server's log"
 }
 
 // publicationTables returns the outbox tables the publication covers,

@@ -24,6 +24,8 @@ func TestRetryable(t *testing.T) {
 		{"EOF", fmt.Errorf("receiving WAL: %w", io.EOF), true},
 		{"permission denied", &pgconn.PgError{Code: "42501"}, false},
 		{"unusable TLS file", fmt.Errorf("x: %w", postgres.ErrConnSettings), false},
+		{"recovery conflict on a standby", fmt.Errorf("receiving WAL: server error: %w", &pgconn.PgError{Code: "40001", Message: "canceling statement due to conflict with recovery"}), true},
+		{"serialization failure on a primary", &pgconn.PgError{Code: "40001", Message: "could not serialize access due to concurrent update"}, false},
 		{"nil", nil, false},
 		{"other", errors.New("no such column"), false},
 	}

@@ -281,7 +281,12 @@ func (s *Source) create(ctx context.Context, st *stream) error {
 	// physical slot, which standbys do not copy, so a standby promoted
 	// mid-snapshot would hold a copy that looks done (SnapshotDone enables
 	// failover then).
+	stop := func() {}
+	if st.srv.InRecovery {
+		stop = logStandbySnapshots(ctx, s.cfg.Primary(), s.opt.Log)
+	}
 	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.cfg.SlotFailover && !withSnapshot, s.opt.Log)
+	stop()
 	if err != nil {
 		return err
 	}

@@ -22,15 +22,18 @@ import (
 // and answers the server, and nothing else touches them (invariant 3). The
 // lock watcher only reads lockErr's cause into the current receive.
 type stream struct {
-	src    *Source
-	cfg    *Config
-	conn   *pgx.Conn      // the ordinary connection: catalog, snapshot, heartbeat query
-	repl   *pgconn.PgConn // the replication connection
-	srv    *Server
-	server string // "<system id>/<timeline>"
-	plan   Plan
-	from   capture.LSN
-	p      capture.Progress
+	src  *Source
+	cfg  *Config
+	conn *pgx.Conn // the ordinary connection: catalog, snapshot, heartbeat query
+	// primary is database.primary.hostname's connection when conn is a
+	// hot standby, for heartbeat.action.query (writable); nil until then.
+	primary *pgx.Conn
+	repl    *pgconn.PgConn // the replication connection
+	srv     *Server
+	server  string // "<system id>/<timeline>"
+	plan    Plan
+	from    capture.LSN
+	p       capture.Progress
 
 	snap  *snapshotReader // the initial snapshot being read, until SnapshotDone
 	ended bool            // initial_only: the snapshot was all there was
@@ -484,8 +487,12 @@ func (s *stream) heartbeatDue(now time.Time) bool {
 func (s *stream) heartbeat(ctx context.Context) (*capture.Event, error) {
 	s.lastHeartbeat = time.Now()
 	if s.cfg.HeartbeatQuery != "" {
-		if _, err := s.conn.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
+		conn, err := s.writable(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("running heartbeat.action.query: %w", err)
+		}
+		if _, err := conn.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
+			return nil, fmt.Errorf("running heartbeat.action.query on %s: %w", conn.Config().Host, err)
 		}
 	}
 	s.ev = capture.Event{Kind: capture.KindHeartbeat, CommitTime: s.lastHeartbeat}
@@ -530,6 +537,26 @@ func (s *stream) Close(ctx context.Context, end capture.Ending) error {
 func (s *stream) closeConns() {
 	s.conn.Close(context.Background())
 	s.repl.Close(context.Background())
+	if s.primary != nil {
+		s.primary.Close(context.Background())
+	}
+}
+
+// writable is the connection writes go through: the ordinary one, or on
+// a hot standby a connection to database.primary.hostname, opened at the
+// first write and kept for the session.
+func (s *stream) writable(ctx context.Context) (*pgx.Conn, error) {
+	if !s.srv.InRecovery {
+		return s.conn, nil
+	}
+	if s.primary == nil {
+		conn, err := s.cfg.Primary().Connect(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("database.hostname is a hot standby: connecting to database.primary.hostname: %w", err)
+		}
+		s.primary = conn
+	}
+	return s.primary, nil
 }
 
 // dropOnStop drops the slot after an orderly stop (slot.drop.on.stop), on

@@ -207,6 +207,9 @@ func (c *checker) postgres(ctx context.Context) {
 	slot, slotErr := replication.InspectSlot(ctx, conn, cfg.Slot)
 	c.capacity(ctx, set.MaxSlots, set.MaxSenders, slot)
 	c.add(findings[2:]...)
+	if set.InRecovery && set.VersionNum >= 160000 && cfg.Primary() != nil {
+		c.hotStandby(ctx)
+	}
 	c.messages(ctx, slot)
 	if !c.findTables(ctx) {
 		return
@@ -476,7 +479,7 @@ func (c *checker) slot(ctx context.Context, s replication.Slot) {
 		return
 	}
 	var lag *int64
-	_ = c.conn.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = $1`, c.pg.Slot).Scan(&lag)
+	_ = c.conn.QueryRow(ctx, `SELECT ((CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END) - confirmed_flush_lsn)::bigint FROM pg_replication_slots WHERE slot_name = $1`, c.pg.Slot).Scan(&lag)
 	detail := fmt.Sprintf("plugin %s, wal_status %s, confirmed_flush_lsn %s", s.Plugin, orDash(s.WALStatus), s.ConfirmedFlush)
 	if lag != nil {
 		detail += fmt.Sprintf(", lag %s", humanBytes(*lag))

@@ -39,13 +39,13 @@ func startPair(t *testing.T) pgPair {
 	admin := pairConn(t, p.primary.Port)
 	pgExec(t, admin, `SELECT pg_create_physical_replication_slot('`+standbySlot+`', true)`,
 		`ALTER SYSTEM SET synchronized_standby_slots = '`+standbySlot+`'`, `SELECT pg_reload_conf()`)
-	p.standby = baseBackup(t, p.primary, admin)
+	p.standby = testbed.BaseBackup(t, p.primary, admin)
 	// The copy of the primary's synchronized_standby_slots would make the
 	// promoted standby's walsenders wait for a standby it does not have.
 	conf := fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%d user=postgres dbname=postgres application_name=standby1'\n"+
 		"primary_slot_name = '%s'\nhot_standby = on\nhot_standby_feedback = on\nsync_replication_slots = on\nsynchronized_standby_slots = ''\n", p.primary.Port, standbySlot)
-	appendFile(t, filepath.Join(p.standby.Data, "postgresql.auto.conf"), conf)
-	appendFile(t, filepath.Join(p.standby.Data, "standby.signal"), "")
+	testbed.AppendFile(t, filepath.Join(p.standby.Data, "postgresql.auto.conf"), conf)
+	testbed.AppendFile(t, filepath.Join(p.standby.Data, "standby.signal"), "")
 	p.standby.Port = p.standby.Start(t)
 	waitFor(t, "the standby to stream from the primary", 60*time.Second, func() bool {
 		var n int
@@ -53,56 +53,6 @@ func startPair(t *testing.T) pgPair {
 		return n == 1
 	})
 	return p
-}
-
-// baseBackup copies the primary's data directory between pg_backup_start
-// and pg_backup_stop, as PostgreSQL's docs describe a low-level backup.
-func baseBackup(t *testing.T, primary testbed.PrivateCluster, admin *pgx.Conn) testbed.PrivateCluster {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := admin.Exec(ctx, `SELECT pg_backup_start('outboxrelay-standby', true)`); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "outboxrelay-e2e-standby-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if out, err := osexec.Command("chown", "postgres:", dir).CombinedOutput(); err != nil {
-		t.Fatalf("chown %s: %v\n%s", dir, err, out)
-	}
-	testbed.AsPostgres(t, "cp", "-a", primary.Data, filepath.Join(dir, "data"))
-	var label string
-	if err := admin.QueryRow(ctx, `SELECT labelfile FROM pg_backup_stop(true)`).Scan(&label); err != nil {
-		t.Fatal(err)
-	}
-	sb := testbed.PrivateCluster{Dir: dir, Data: filepath.Join(dir, "data"), Bin: primary.Bin}
-	for _, f := range []string{"postmaster.pid", "postmaster.opts"} {
-		os.Remove(filepath.Join(sb.Data, f))
-	}
-	entries, _ := os.ReadDir(filepath.Join(sb.Data, "pg_replslot"))
-	for _, e := range entries {
-		os.RemoveAll(filepath.Join(sb.Data, "pg_replslot", e.Name()))
-	}
-	appendFile(t, filepath.Join(sb.Data, "backup_label"), label)
-	if out, err := osexec.Command("chown", "-R", "postgres:", dir).CombinedOutput(); err != nil {
-		t.Fatalf("chown %s: %v\n%s", dir, err, out)
-	}
-	return sb
-}
-
-func appendFile(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err == nil {
-		_, err = f.WriteString(s)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func pairConn(t *testing.T, port int) *pgx.Conn {
@@ -128,11 +78,7 @@ func pgExec(t *testing.T, conn *pgx.Conn, stmts ...string) {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-	}
+	testbed.WaitFor(t, what, timeout, cond)
 }
 
 // pairConfig writes the relay's connector file for the pair: both hosts,

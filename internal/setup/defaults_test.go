@@ -115,6 +115,7 @@ func effectiveValues(s *Setup) map[string]string {
 		"offsets.storage.topic":                         s.Offsets.Topic,
 		"offsets.storage.replication.factor":            strconv.Itoa(s.Offsets.Replication),
 		"database.port":                                 strconv.Itoa(pg.Port),
+		"database.primary.port":                         strconv.Itoa(pg.PrimaryPort),
 		"database.sslmode":                              pg.SSLMode,
 		"database.require_auth":                         pg.RequireAuth,
 		"database.channel_binding":                      pg.ChannelBinding,

@@ -32,6 +32,18 @@ type PrivateCluster struct {
 // test is skipped (failed with OUTBOXRELAY_REQUIRE_SERVICES=1).
 func StartPrivateCluster(t testing.TB, conf string) PrivateCluster {
 	t.Helper()
+	return startPrivateCluster(t, postgresBinDir(t), conf)
+}
+
+// StartPrivateClusterOf is StartPrivateCluster on PostgreSQL major, from
+// the server binaries scripts/devenv installs (ServerBinDir).
+func StartPrivateClusterOf(t testing.TB, major int, conf string) PrivateCluster {
+	t.Helper()
+	return startPrivateCluster(t, ServerBinDir(t, major), conf)
+}
+
+func startPrivateCluster(t testing.TB, bin, conf string) PrivateCluster {
+	t.Helper()
 	unavailable := func(format string, args ...any) {
 		t.Helper()
 		if Required() {
@@ -46,7 +58,6 @@ func StartPrivateCluster(t testing.TB, conf string) PrivateCluster {
 	if err != nil {
 		unavailable("no postgres OS user (scripts/devenv up makes it): %v", err)
 	}
-	bin := postgresBinDir(t)
 	if bin == "" {
 		unavailable("no PostgreSQL server binaries (scripts/devenv up installs them)")
 	}

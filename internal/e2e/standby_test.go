@@ -1,0 +1,268 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxrelay/outboxrelay/internal/testbed"
+)
+
+// standbyDurations are TestStandbyDecode's load and replay pause, short
+// for make test; OUTBOXRELAY_STANDBY_LOAD=60s OUTBOXRELAY_STANDBY_PAUSE=30s
+// is the issue's run.
+func standbyDurations(t *testing.T) (load, pause time.Duration) {
+	t.Helper()
+	load, pause = 5*time.Second, 3*time.Second
+	for _, v := range []struct {
+		env string
+		d   *time.Duration
+	}{{"OUTBOXRELAY_STANDBY_LOAD", &load}, {"OUTBOXRELAY_STANDBY_PAUSE", &pause}} {
+		if s := os.Getenv(v.env); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("%s=%s: %v", v.env, s, err)
+			}
+			*v.d = d
+		}
+	}
+	return load, pause
+}
+
+// standbyConfig is the relay's connector file for decoding on the pair's
+// standby: database.hostname the standby, database.primary.* the primary.
+func standbyConfig(t *testing.T, p pgPair, name string, extra map[string]string) string {
+	t.Helper()
+	c := map[string]string{
+		"database.hostname": "127.0.0.1", "database.port": strconv.Itoa(p.standby.Port),
+		"database.primary.hostname": "127.0.0.1", "database.primary.port": strconv.Itoa(p.primary.Port),
+	}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return p.config(t, name, c)
+}
+
+// TestStandbyDecode: on PostgreSQL 16, 17 and 18 the relay decodes on a hot
+// standby (database.hostname) while a loader commits 1,000 events/s on the
+// primary: the slot is created on the standby within 5 s of the relay's
+// start (pg_log_standby_snapshot() through database.primary.hostname),
+// the primary has no logical walsender, heartbeat.action.query writes on
+// the primary; the standby's replay is paused and resumed, then the standby
+// promoted mid-stream and loaded as the new primary: no event missing,
+// order by id kept (outboxrelay verify). Before, preflight did not know
+// standbys: the slot took 19.9 s (the next running-xacts record) and
+// heartbeat.action.query failed on the read-only standby.
+func TestStandbyDecode(t *testing.T) {
+	for _, major := range testbed.StandbyMajors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbyDecode(t, major) })
+	}
+}
+
+func testStandbyDecode(t *testing.T, major int) {
+	loadFor, pauseFor := standbyDurations(t)
+	sp := testbed.StartStandbyPair(t, major, "", "")
+	p := pgPair{primary: sp.Primary, standby: sp.Standby}
+	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
+	name := fmt.Sprintf("sb%d_%d", major, time.Now().UnixNano()%1e9)
+	p.outbox(t, admin, name)
+	pgExec(t, admin, `CREATE TABLE IF NOT EXISTS public.heartbeat (id int PRIMARY KEY, beats bigint NOT NULL)`)
+	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "500",
+		"heartbeat.action.query": "INSERT INTO public.heartbeat VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET beats = heartbeat.beats + 1"})
+
+	checkStandby(t, cfg, standby, p.standby.Port)
+	started := time.Now()
+	r := startRelay(t, cfg)
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	created := time.Since(started)
+	t.Logf("PostgreSQL %d: the relay's slot on the standby active %s after the relay started (idle primary)", major, created.Round(time.Millisecond))
+	if created > 5*time.Second {
+		t.Errorf("the slot on the standby took %s; want under 5 s", created)
+	}
+	var logical int
+	if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'`).Scan(&logical); err != nil || logical != 0 {
+		t.Errorf("the primary has %d logical slots (%v); want none: the slot lives on the standby", logical, err)
+	}
+
+	loader := pairConn(t, p.primary.Port)
+	stop := make(chan struct{})
+	ids := loadPrimary(loader, stop)
+	time.Sleep(loadFor / 2)
+	sp.PauseReplay(t, standby)
+	paused := time.Now()
+	time.Sleep(pauseFor)
+	lag := replayLagBytes(t, admin)
+	sp.ResumeReplay(t, standby)
+	t.Logf("replay paused %s under load: the standby's replay %d bytes behind the primary (pg_stat_replication)", time.Since(paused).Round(time.Millisecond), lag)
+	if lag <= 0 {
+		t.Errorf("replay paused: lag %d bytes; want it visible", lag)
+	}
+	time.Sleep(loadFor / 2)
+	close(stop)
+	committed := ids()
+	sp.WaitReplayed(t, admin, standby, 60*time.Second)
+
+	var beats int64
+	if err := admin.QueryRow(context.Background(), `SELECT coalesce(max(beats), 0) FROM public.heartbeat`).Scan(&beats); err != nil {
+		t.Fatal(err)
+	}
+	walsender := func() (pid int) {
+		_ = standby.QueryRow(context.Background(), `SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid)
+		return pid
+	}
+	before := walsender()
+	promoted := sp.Promote(t)
+	stopAfter := make(chan struct{})
+	after := loadPrimary(standby, stopAfter)
+	time.Sleep(2 * time.Second)
+	close(stopAfter)
+	onPromoted := after()
+	t.Logf("the slot's walsender on the standby: pid %d before the promotion, %d %s after it", before, walsender(), time.Since(promoted).Round(10*time.Millisecond))
+	miss, records := missing(t, standby, name+".orders", 60*time.Second)
+	t.Logf("%d rows committed on the primary before the promotion, %d on the promoted standby, %d records; heartbeat.action.query ran %d times on the primary", len(committed), len(onPromoted), records, beats)
+	if len(onPromoted) == 0 {
+		t.Errorf("no rows committed on the promoted standby")
+	}
+	if len(miss) > 0 {
+		t.Errorf("%d events missing, e.g. %v\nrelay log:\n%s", len(miss), miss[:min(len(miss), 10)], r.logTail(30))
+	}
+	if beats == 0 {
+		t.Errorf("heartbeat.action.query never ran on the primary")
+	}
+	report, err := osexec.Command(relayBinary, "verify", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--order-by", "id", "--timeout", "2m").CombinedOutput()
+	if err != nil {
+		t.Errorf("outboxrelay verify: %v\n%s", err, report)
+	}
+	if strings.Contains(r.log(), "level=ERROR") {
+		t.Errorf("the relay logged errors:\n%s", r.logTail(40))
+	}
+}
+
+// replayLagBytes is how far the standby's replay is behind the primary's
+// WAL, as the primary sees it.
+func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
+	t.Helper()
+	var lag int64
+	if err := primary.QueryRow(context.Background(), `SELECT (pg_current_wal_lsn() - replay_lsn)::bigint FROM pg_stat_replication WHERE application_name = $1`, testbed.StandbySlot).Scan(&lag); err != nil {
+		t.Fatal(err)
+	}
+	return lag
+}
+
+// TestStandbySlotInvalidated: the relay decodes on a PostgreSQL 16, 17 and
+// 18 standby while rows are committed on the primary; wal_level is lowered
+// to replica on the primary and the primary restarted, which invalidates
+// the standby's logical slot (a recovery conflict). The relay stops with
+// exit 1, naming the reason and the fix, and the slot is not created
+// again; every event committed before the change was published. Before,
+// the invalidated slot was reported as a failed START_REPLICATION only.
+func TestStandbySlotInvalidated(t *testing.T) {
+	for _, major := range testbed.StandbyMajors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbySlotInvalidated(t, major) })
+	}
+}
+
+func testStandbySlotInvalidated(t *testing.T, major int) {
+	sp := testbed.StartStandbyPair(t, major, "", "")
+	p := pgPair{primary: sp.Primary, standby: sp.Standby}
+	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
+	name := fmt.Sprintf("inv%d_%d", major, time.Now().UnixNano()%1e9)
+	p.outbox(t, admin, name)
+	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	cfg := standbyConfig(t, p, name, nil)
+	r := startRelay(t, cfg)
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	stop := make(chan struct{})
+	ids := loadPrimary(pairConn(t, p.primary.Port), stop)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	committed := ids()
+	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	if miss, records := missing(t, standby, name+".orders", 60*time.Second); len(miss) > 0 {
+		t.Fatalf("%d of %d events missing before the conflict (%d records)", len(miss), len(committed), records)
+	}
+
+	pgExec(t, admin, `ALTER SYSTEM SET wal_level = replica`)
+	sp.Primary.Restart(t)
+	code := r.wait(t, 90*time.Second)
+	log := r.log()
+	var reason string
+	_ = standby.QueryRow(context.Background(), `SELECT coalesce(to_jsonb(s)->>'invalidation_reason', (to_jsonb(s)->>'conflicting')) FROM pg_replication_slots s WHERE slot_name = $1`, name).Scan(&reason)
+	last := log[strings.LastIndex(strings.TrimSpace(log), "\n")+1:]
+	t.Logf("PostgreSQL %d: the slot's invalidation on the standby: %q; the relay exited %d: %s", major, reason, code, strings.TrimSpace(last))
+	want := "was invalidated by the server"
+	if code != 1 || !strings.Contains(log, want) || !strings.Contains(log, "wal_level") || !strings.Contains(log, "snapshot.mode=when_needed") {
+		t.Fatalf("the relay exited %d; want 1 with %q, the cause (wal_level) and the fix; log:\n%s", code, want, r.logTail(20))
+	}
+	if strings.Count(log, "replication slot created") != 1 {
+		t.Errorf("the relay created the slot %d times; want once (never again after the invalidation)", strings.Count(log, "replication slot created"))
+	}
+}
+
+// TestStandbyRefused: the relay pointed at a hot standby stops at start,
+// exit 1, saying why: PostgreSQL 15 (a standby hosts logical slots from 16
+// on; the version named), 16+ without database.primary.hostname (the key
+// named), and poll mode (it marks rows; the standby is read-only).
+func TestStandbyRefused(t *testing.T) {
+	cases := []struct {
+		name  string
+		major int
+		extra map[string]string
+		want  []string
+	}{
+		{"pg15", 15, nil, []string{"is a hot standby", "PostgreSQL 15", "from PostgreSQL 16 on"}},
+		{"no primary", 16, map[string]string{"database.primary.hostname": ""}, []string{"is a hot standby", "set database.primary.hostname"}},
+		{"poll mode", 16, map[string]string{"outbox.capture.mode": "poll"}, []string{"poll mode marks each row it sends"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sp := testbed.StartStandbyPair(t, c.major, "", "")
+			p := pgPair{primary: sp.Primary, standby: sp.Standby}
+			admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
+			name := fmt.Sprintf("ref_%d", time.Now().UnixNano()%1e9)
+			p.outbox(t, admin, name)
+			sp.WaitReplayed(t, admin, standby, 30*time.Second)
+			r := startRelay(t, standbyConfig(t, p, name, c.extra))
+			code := r.wait(t, 60*time.Second)
+			log := r.log()
+			for _, w := range c.want {
+				if code != 1 || !strings.Contains(log, w) {
+					t.Fatalf("the relay exited %d; want 1 saying %q; log:\n%s", code, w, r.logTail(10))
+				}
+			}
+			if n := 0; standby.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'`).Scan(&n) == nil && n != 0 {
+				t.Errorf("%d logical slots on the standby; want none", n)
+			}
+		})
+	}
+}
+
+// checkStandby: outboxrelay check on a good standby setup passes and
+// lists the standby's lines; with hot_standby_feedback off it fails
+// saying how to fix it (the setting is restored after).
+func checkStandby(t *testing.T, cfg string, standby *pgx.Conn, port int) {
+	t.Helper()
+	out, code := runCheck(t, cfg)
+	for _, w := range []string{"✓ hot standby", fmt.Sprintf("✓ standby 127.0.0.1:%d/postgres hot_standby_feedback: on", port), "replay", "✓ primary 127.0.0.1:", "wal_level: logical"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Fatalf("check on the standby: exit %d; want 0 and %q in:\n%s", code, w, out)
+		}
+	}
+	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = off`, `SELECT pg_reload_conf()`)
+	time.Sleep(300 * time.Millisecond)
+	out, code = runCheck(t, cfg)
+	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = on`, `SELECT pg_reload_conf()`)
+	want := fmt.Sprintf("✗ standby 127.0.0.1:%d/postgres hot_standby_feedback: off", port)
+	if code == 0 || !strings.Contains(out, want) || !strings.Contains(out, "ALTER SYSTEM SET hot_standby_feedback = on") {
+		t.Fatalf("check with hot_standby_feedback off: exit %d; want a failure %q with its fix in:\n%s", code, want, out)
+	}
+	t.Logf("check on the standby:\n%s", out)
+}

@@ -1,0 +1,61 @@
+package replication
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/outboxrelay/outboxrelay/postgres"
+)
+
+// TestStandbyFinding: a hot standby is refused on PostgreSQL 13-15 naming
+// the version, refused on 16+ without database.primary.hostname naming the
+// key, and accepted with it; a primary has no standby finding.
+func TestStandbyFinding(t *testing.T) {
+	withPrimary := &Config{Config: postgres.Config{User: "u", Host: "standby", Port: 5433, DBName: "d", PrimaryHost: "primary", PrimaryPort: 5432}}
+	without := &Config{Config: postgres.Config{User: "u", Host: "standby", Port: 5433, DBName: "d"}}
+	cases := []struct {
+		name       string
+		cfg        *Config
+		set        Settings
+		ok         bool
+		err        error
+		wantInText []string
+	}{
+		{"15 standby", withPrimary, Settings{VersionNum: 150010, Version: "15.10", InRecovery: true}, false, ErrStandby, []string{"PostgreSQL 15.10", "from PostgreSQL 16 on"}},
+		{"13 standby", withPrimary, Settings{VersionNum: 130022, Version: "13.22", InRecovery: true}, false, ErrStandby, []string{"PostgreSQL 13.22"}},
+		{"16 standby without primary", without, Settings{VersionNum: 160010, Version: "16.10", InRecovery: true}, false, ErrStandby, []string{"set database.primary.hostname"}},
+		{"17 standby with primary", withPrimary, Settings{VersionNum: 170006, Version: "17.6", InRecovery: true}, true, nil, []string{"primary:5432"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.set.WALLevel, c.set.Replication = "logical", true
+			var got *Finding
+			for _, f := range c.set.Findings(c.cfg) {
+				if f.Name == "hot standby" {
+					got = &f
+				}
+			}
+			if got == nil {
+				t.Fatal("no hot standby finding")
+			}
+			if got.OK != c.ok || !errors.Is(got.Err, c.err) {
+				t.Fatalf("OK %v, err %v; want OK %v, err %v", got.OK, got.Err, c.ok, c.err)
+			}
+			text := got.Detail
+			if got.Err != nil {
+				text = got.Err.Error()
+			}
+			for _, w := range c.wantInText {
+				if !strings.Contains(text, w) {
+					t.Errorf("%q does not say %q", text, w)
+				}
+			}
+		})
+	}
+	for _, f := range (Settings{VersionNum: 170006, WALLevel: "logical", Replication: true}).Findings(withPrimary) {
+		if f.Name == "hot standby" {
+			t.Errorf("a primary has a hot standby finding: %+v", f)
+		}
+	}
+}
