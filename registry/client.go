@@ -12,14 +12,22 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
 )
 
-// requestTimeout bounds one request (Confluent's client: http read
-// timeout 30 s by default).
-const requestTimeout = 30 * time.Second
+// callTimeout bounds one call of the client, every URL tried included.
+// The relay's session waits for the call on its own goroutine, which also
+// owns the replication connection: while it waits no standby status update
+// goes to PostgreSQL, so the wait must stay well below the status interval
+// (status.update.interval.ms, 10 s by default) and far below
+// wal_sender_timeout (60 s by default). Between calls that failed the
+// session sends its keepalives and retries (relay/convert.go). Confluent's
+// client waits up to its http.read.timeout.ms (60 s) per URL; a registry
+// that hangs would silence the relay for that long.
+const callTimeout = 5 * time.Second
 
 // maxResponse bounds a response body read: a schema is a few kilobytes;
 // a list of subjects of a large registry some hundred.
@@ -40,6 +48,12 @@ type Client struct {
 	pass   string
 	bearer string
 	prefix string // the side's key prefix, for errors naming keys
+	// next is the index of the URL a call tries first: the one after the
+	// last that failed, as Confluent's UrlList.fail, so that a URL that
+	// hangs costs one call its timeout, not every call.
+	next atomic.Int32
+	// timeout bounds one call (callTimeout; tests shorten it).
+	timeout time.Duration
 }
 
 // NewClient returns the client of one converter's registry; it reads its
@@ -53,8 +67,9 @@ func NewClient(s Side) (*Client, error) {
 	tr.TLSClientConfig = tc
 	tr.MaxIdleConnsPerHost = 4
 	return &Client{
-		urls: s.URLs, http: &http.Client{Transport: tr, Timeout: requestTimeout},
+		urls: s.URLs, http: &http.Client{Transport: tr},
 		user: s.User, pass: s.Password, bearer: s.BearerToken, prefix: s.Prefix(),
+		timeout: callTimeout,
 	}, nil
 }
 
@@ -196,12 +211,20 @@ func request(schemaType, schema string) []byte {
 	return b
 }
 
-// do sends one request to each URL in turn until one answers; a 5xx
-// answer also moves on to the next URL. The last failure is returned.
+// do sends one request to each URL in turn, starting with the one after
+// the last that failed, until one answers; a 5xx answer or an answer that
+// is not valid also moves on to the next URL. The whole call is bounded by
+// c.timeout: a registry that accepts connections and never answers is a
+// NetError after it, like one that refuses them. The last failure is
+// returned.
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte, out any) error {
+	call, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	var last error
-	for _, base := range c.urls {
-		err := c.once(ctx, op, method, base, path, body, out)
+	first := int(c.next.Load()) % len(c.urls)
+	for n := range len(c.urls) {
+		i := (first + n) % len(c.urls)
+		err := c.once(call, op, method, c.urls[i], path, body, out)
 		if err == nil {
 			return nil
 		}
@@ -209,6 +232,10 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, o
 		var e *Error
 		if errors.As(err, &e) && !e.Unavailable() || ctx.Err() != nil {
 			return err
+		}
+		c.next.CompareAndSwap(int32(i), int32((i+1)%len(c.urls)))
+		if call.Err() != nil {
+			return fmt.Errorf("%w (the call's %s passed: the registry at %s hangs or is overloaded; retrying from the next URL)", err, c.timeout, c.urls[i])
 		}
 	}
 	return last

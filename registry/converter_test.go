@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
@@ -515,5 +516,86 @@ func TestNotARegistryIsFinal(t *testing.T) {
 	var ce *relay.ConvertError
 	if errors.As(err, &ce) || !terminal.IsFinal(err) || !strings.Contains(err.Error(), "value.converter.schema.registry.url") || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Fatalf("err = %v, want a final error naming the URL key", err)
+	}
+}
+
+// hangingURL returns the URL of a server that accepts TCP connections and
+// never answers (a registry stopped with SIGSTOP, or wedged); the test's
+// cleanup closes it.
+func hangingURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + l.Addr().String()
+}
+
+// Regression: a registry that accepted the connection and never answered
+// held the session for 30 s per URL (requestTimeout), sending PostgreSQL
+// no standby status meanwhile. A call is now bounded as a whole, is
+// retryable like a 5xx, and the next call starts at the next URL.
+func TestHangingRegistryIsBoundedAndRetryable(t *testing.T) {
+	hang := hangingURL(t)
+	c := newConverter(t, Config{Value: testSide(hang, false)})
+	c.value.client.timeout = 300 * time.Millisecond
+	start := time.Now()
+	err := c.Convert(context.Background(), record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`)))
+	took := time.Since(start)
+	var ne *NetError
+	if !errors.Is(err, relay.ErrConverterUnavailable) || !errors.As(err, &ne) || !strings.Contains(err.Error(), "300ms passed") {
+		t.Fatalf("err = %v, want a retryable NetError naming the call's timeout", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("the call took %s with a timeout of 300ms", took)
+	}
+	if callTimeout >= 10*time.Second {
+		t.Errorf("callTimeout %s is not well below the default status interval (10 s)", callTimeout)
+	}
+
+	// A hanging URL, then a good one: the first call spends its time on
+	// the hanging URL; the retry starts at the good one, and so do later
+	// calls.
+	reg := srfake.New()
+	defer reg.Close()
+	s := testSide(hang, false)
+	s.URLs = append(s.URLs, reg.URL())
+	c = newConverter(t, Config{Value: s})
+	c.value.client.timeout = 300 * time.Millisecond
+	rec := record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`))
+	if err := c.Convert(context.Background(), rec); !errors.Is(err, relay.ErrConverterUnavailable) {
+		t.Fatalf("first call: err = %v, want ErrConverterUnavailable", err)
+	}
+	start = time.Now()
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	rec = record("orders", "e2", nil, envelope(`{"type":"struct","fields":[],"optional":false,"name":"Other"}`, `{}`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatalf("a new schema after the retry: %v", err)
+	}
+	if took := time.Since(start); took > 250*time.Millisecond {
+		t.Errorf("the retry and a new schema took %s: they waited for the hanging URL again", took)
 	}
 }
