@@ -264,14 +264,19 @@ func (s *side) stage() string {
 // registry is retried; a schema the registry refuses with its own error
 // (409 incompatible, 422xx invalid, 404 40401/40403 not registered)
 // makes the record poison; any other answer (no registry error code: not
-// a registry at that URL) stops.
+// a registry at that URL; a schema id out of range from every URL) stops.
 func (s *side) classify(rec *router.Record, subject string, err error) error {
 	var e *Error
 	var ne *NetError
 	var mm *mismatchError
+	var ae *AnswerError
 	switch {
 	case errors.As(err, &mm):
 		return s.poison(rec, subject, err)
+	case errors.As(err, &ae):
+		// Every URL answered, and none with a usable id: the registry is
+		// broken, not the record (not poison), and no retry makes it well.
+		return terminal.Final(fmt.Errorf("%w; no record was written with it: fix the registry, or point %sschema.registry.url at one that allocates ids as Confluent's does", err, s.cfg.Prefix()))
 	case errors.As(err, &e) && e.Unauthorized():
 		return terminal.Final(fmt.Errorf("%w; check %sschema.registry.url's user info, %sbasic.auth.credentials.source / basic.auth.user.info or %sbearer.auth.token, and the principal's permissions on subject %q",
 			err, s.cfg.Prefix(), s.cfg.Prefix(), s.cfg.Prefix(), subject))

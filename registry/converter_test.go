@@ -599,3 +599,74 @@ func TestHangingRegistryIsBoundedAndRetryable(t *testing.T) {
 		t.Errorf("the retry and a new schema took %s: they waited for the hanging URL again", took)
 	}
 }
+
+// Regression: a registry answering a register or lookup with id 0, a
+// negative id, one above 2^31-1 or no integer at all was taken at its
+// word, and records were written with an id that names no schema. Such an
+// answer is an AnswerError naming the URL, the subject and the answer;
+// the client tries the next URL; if every URL answers so, the relay stops.
+func TestBogusSchemaIDRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name, id string
+		latest   bool
+	}{
+		{"zero", `0`, false},
+		{"negative", `-3`, false},
+		{"above int32", `2147483648`, false},
+		{"fraction", `1.5`, false},
+		{"string", `"7"`, false},
+		{"missing", ``, false},
+		{"lookup zero", `0`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bogus := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", contentType)
+				body := `{"subject":"orders-value","version":1,"schema":"{}"`
+				if tt.id != "" {
+					body += `,"id":` + tt.id
+				}
+				fmt.Fprint(w, body+"}")
+			}))
+			defer bogus.Close()
+			s := testSide(bogus.URL, false)
+			if tt.latest {
+				s.AutoRegister = false
+			}
+			c := newConverter(t, Config{Value: s})
+			orig := envelope(orderSchema, `{"id":1}`)
+			rec := record("orders", "e1", nil, orig)
+			err := c.Convert(context.Background(), rec)
+			var ae *AnswerError
+			if !errors.As(err, &ae) || !terminal.IsFinal(err) || errors.Is(err, relay.ErrConverterUnavailable) {
+				t.Fatalf("err = %v, want a final AnswerError", err)
+			}
+			answer := tt.id
+			if answer == "" {
+				answer = "(none)"
+			}
+			for _, want := range []string{bogus.URL, `subject "orders-value"`, "schema id " + answer, "value.converter.schema.registry.url"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+			if !bytes.Equal(rec.Value, orig) {
+				t.Errorf("the record was rewritten: % x", rec.Value)
+			}
+
+			// A good URL after the bogus one is used.
+			reg := srfake.New()
+			defer reg.Close()
+			s.URLs = append(s.URLs, reg.URL())
+			if tt.latest {
+				s.AutoRegister = true
+			}
+			c = newConverter(t, Config{Value: s})
+			if err := c.Convert(context.Background(), rec); err != nil {
+				t.Fatalf("with a good second URL: %v", err)
+			}
+			if id, _ := wire(t, rec.Value); id < 1 {
+				t.Errorf("id %d", id)
+			}
+		})
+	}
+}
