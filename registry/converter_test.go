@@ -26,6 +26,7 @@ import (
 
 	"github.com/outboxrelay/outboxrelay/internal/connectschema"
 	"github.com/outboxrelay/outboxrelay/internal/terminal"
+	"github.com/outboxrelay/outboxrelay/registry/avro"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/router"
 )
@@ -67,7 +68,7 @@ const testClass = "io.confluent.connect.json.JsonSchemaConverter"
 var testFormats = map[string]Format{testClass: testFormat}
 
 func testSide(url string, isKey bool) Side {
-	return Side{Class: testClass, IsKey: isKey, URLs: []string{url}, AutoRegister: true, LatestStrict: true}
+	return Side{Class: testClass, IsKey: isKey, URLs: []string{url}, AutoRegister: true, LatestStrict: true, LatestTTL: -1}
 }
 
 func newConverter(t *testing.T, cfg Config) *Converter {
@@ -666,6 +667,134 @@ func TestBogusSchemaIDRefused(t *testing.T) {
 			}
 			if id, _ := wire(t, rec.Value); id < 1 {
 				t.Errorf("id %d", id)
+			}
+		})
+	}
+}
+
+// Regression: RecordNameStrategy and TopicRecordNameStrategy with a
+// schema that has no name (Avro: a string key or payload; JSON Schema: no
+// title) posted to the subject "" or "<topic>-". Such a record is poison
+// naming the strategy key, the event and the fix, as Confluent's
+// RecordNameStrategy.getRecordName refuses it; nothing is registered.
+func TestRecordNameStrategyWithoutName(t *testing.T) {
+	avroFormat := Format{SchemaType: "AVRO", Compile: func(s *connectschema.Schema) (Codec, error) { return avro.Compile(s) }}
+	formats := map[string]Format{router.AvroConverterClass: avroFormat}
+	for _, tt := range []struct {
+		strategy Strategy
+		isKey    bool
+		key      string
+	}{
+		{RecordName, false, "value.converter.value.subject.name.strategy=RecordNameStrategy"},
+		{TopicRecordName, false, "value.converter.value.subject.name.strategy=TopicRecordNameStrategy"},
+		{RecordName, true, "key.converter.key.subject.name.strategy=RecordNameStrategy"},
+		{TopicRecordName, true, "key.converter.key.subject.name.strategy=TopicRecordNameStrategy"},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			reg := srfake.New()
+			defer reg.Close()
+			s := Side{Class: router.AvroConverterClass, IsKey: tt.isKey, URLs: []string{reg.URL()}, AutoRegister: true, Strategy: tt.strategy}
+			cfg := Config{Value: s}
+			if tt.isKey {
+				cfg = Config{Key: s}
+			}
+			c, err := NewConverter(cfg, formats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			str := envelope(stringSchema, `"plain"`)
+			rec := record("orders", "ev-9", str, str)
+			err = c.Convert(context.Background(), rec)
+			var ce *relay.ConvertError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a poison *relay.ConvertError", err)
+			}
+			for _, want := range []string{tt.key, "event ev-9", "=TopicNameStrategy", "named record"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+			var subjects []string
+			getJSONTest(t, reg.URL()+"/subjects", &subjects)
+			if len(subjects) != 0 {
+				t.Errorf("subjects registered: %q", subjects)
+			}
+			// A named record is written under its name.
+			rec = record("orders", "ev-10", envelope(orderSchema, `{"id":1}`), envelope(orderSchema, `{"id":1}`))
+			if err := c.Convert(context.Background(), rec); err != nil {
+				t.Fatalf("a record schema: %v", err)
+			}
+		})
+	}
+}
+
+func getJSONTest(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Regression: with use.latest.version the latest version's id was kept
+// for the process's life whatever the configuration; Confluent's
+// serializer keeps it latest.cache.ttl.sec seconds (-1, its default:
+// forever; AbstractKafkaSchemaSerDe's latestVersions, expireAfterWrite),
+// then reads the latest version again.
+func TestUseLatestVersionCacheTTL(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		ttl   time.Duration
+		reads int64 // GET …/versions/latest for three records of one schema
+		newer bool  // the newer version registered before the third is seen
+	}{
+		{"forever (-1)", -1, 1, false},
+		{"an hour", time.Hour, 1, false},
+		{"0: every record", 0, 3, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := srfake.New()
+			defer reg.Close()
+			var reads atomic.Int64
+			reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool {
+				if strings.HasSuffix(r.URL.Path, "/versions/latest") {
+					reads.Add(1)
+				}
+				return false
+			})
+			id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"test":"struct","name":"Order"}`, Type: sr.TypeJSON})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := testSide(reg.URL(), false)
+			s.AutoRegister, s.UseLatest, s.LatestTTL = false, true, tt.ttl
+			c := newConverter(t, Config{Value: s})
+			for i := range 2 {
+				rec := record("orders", fmt.Sprint("e", i), nil, envelope(orderSchema, `{"id":1}`))
+				if err := c.Convert(context.Background(), rec); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := wire(t, rec.Value); got != id {
+					t.Fatalf("id %d, want %d", got, id)
+				}
+			}
+			if _, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"test":"struct","name":"Newer"}`, Type: sr.TypeJSON}); err != nil {
+				t.Fatal(err)
+			}
+			err = c.Convert(context.Background(), record("orders", "e3", nil, envelope(orderSchema, `{"id":1}`)))
+			var ce *relay.ConvertError
+			switch {
+			case tt.newer && (!errors.As(err, &ce) || !strings.Contains(err.Error(), "version 2")):
+				t.Errorf("after the TTL, with a newer latest version: err = %v, want a poison error naming version 2", err)
+			case !tt.newer && err != nil:
+				t.Errorf("within the TTL: %v", err)
+			}
+			if reads.Load() != tt.reads {
+				t.Errorf("%d reads of the latest version, want %d", reads.Load(), tt.reads)
 			}
 		})
 	}

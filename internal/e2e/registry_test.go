@@ -59,7 +59,8 @@ func TestRegistryFaults(t *testing.T) {
 		requireOneVersionEach(t, reg.URL)
 	})
 	t.Run("Outage", func(t *testing.T) { testRegistryOutage(t, b, registryOutage, outage) })
-	t.Run("Hang", func(t *testing.T) { testRegistryOutage(t, b, registryHang, outage) })
+	// The hang lasts at least 25 s: the slot is held from 12 s into it.
+	t.Run("Hang", func(t *testing.T) { testRegistryOutage(t, b, registryHang, max(outage, 25*time.Second)) })
 }
 
 // avroConfig sets both converters to AvroConverter on the registry at url.
@@ -92,10 +93,16 @@ type registryFault struct {
 	// the test: a relay that sends no status update for that long is cut
 	// off.
 	walSenderTimeout string
+	// settle is how long after the fault begins the slot is held: a
+	// record of a new schema waits within 2 s, and the records before it
+	// are acknowledged and confirmed within a few more, or, while the
+	// relay waits for an answer, at the next status update after the call
+	// gives up.
+	settle time.Duration
 }
 
 // registryOutage: the registry's port refuses connections.
-var registryOutage = registryFault{name: "outage", begin: func(t *testing.T, reg testbed.Registry, d time.Duration) func() {
+var registryOutage = registryFault{name: "outage", settle: 5 * time.Second, begin: func(t *testing.T, reg testbed.Registry, d time.Duration) func() {
 	control(t, reg.Control, "/_outage", fmt.Sprintf(`{"for":%q}`, d.String()))
 	return func() {}
 }}
@@ -104,7 +111,7 @@ var registryOutage = registryFault{name: "outage", begin: func(t *testing.T, reg
 // are accepted and never answered. With wal_sender_timeout at 10 s, a
 // relay that waited for one answer longer than that without a standby
 // status update (as it did with a 30 s request timeout) is cut off.
-var registryHang = registryFault{name: "hang", walSenderTimeout: "10s", begin: func(t *testing.T, reg testbed.Registry, _ time.Duration) func() {
+var registryHang = registryFault{name: "hang", walSenderTimeout: "10s", settle: 12 * time.Second, begin: func(t *testing.T, reg testbed.Registry, _ time.Duration) func() {
 	return reg.Hang(t)
 }}
 
@@ -134,9 +141,7 @@ func testRegistryOutage(t *testing.T, b *privateBed, fault registryFault, outage
 
 	end := fault.begin(t, reg, outage)
 	start := time.Now()
-	// Within 2 s a record of a new schema waits for the registry, and the
-	// records before it are acknowledged within a few more.
-	time.Sleep(5 * time.Second)
+	time.Sleep(fault.settle)
 	held, walAtHold := confirmedFlush(t, f.admin, f.name), walLSN(t, f.admin)
 	for time.Since(start) < outage-time.Second {
 		if r.exited() {
@@ -156,7 +161,7 @@ func testRegistryOutage(t *testing.T, b *privateBed, fault registryFault, outage
 	}
 	end()
 	t.Logf("registry %s of %s: slot held at %s for %s while the WAL went %s → %s",
-		fault.name, outage, held, (outage - 6*time.Second).Round(time.Second), walAtHold, walAtEnd)
+		fault.name, outage, held, (outage - fault.settle - time.Second).Round(time.Second), walAtHold, walAtEnd)
 	time.Sleep(5 * time.Second) // the registry is back: the relay resumes
 	stats := l.finish(t)
 	target := walLSN(t, f.admin)
