@@ -12,14 +12,22 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/config"
 )
 
-// requestTimeout bounds one request (Confluent's client: http read
-// timeout 30 s by default).
-const requestTimeout = 30 * time.Second
+// callTimeout bounds one call of the client, every URL tried included.
+// The relay's session waits for the call on its own goroutine, which also
+// owns the replication connection: while it waits no standby status update
+// goes to PostgreSQL, so the wait must stay well below the status interval
+// (status.update.interval.ms, 10 s by default) and far below
+// wal_sender_timeout (60 s by default). Between calls that failed the
+// session sends its keepalives and retries (relay/convert.go). Confluent's
+// client waits up to its http.read.timeout.ms (60 s) per URL; a registry
+// that hangs would silence the relay for that long.
+const callTimeout = 5 * time.Second
 
 // maxResponse bounds a response body read: a schema is a few kilobytes;
 // a list of subjects of a large registry some hundred.
@@ -40,6 +48,12 @@ type Client struct {
 	pass   string
 	bearer string
 	prefix string // the side's key prefix, for errors naming keys
+	// next is the index of the URL a call tries first: the one after the
+	// last that failed, as Confluent's UrlList.fail, so that a URL that
+	// hangs costs one call its timeout, not every call.
+	next atomic.Int32
+	// timeout bounds one call (callTimeout; tests shorten it).
+	timeout time.Duration
 }
 
 // NewClient returns the client of one converter's registry; it reads its
@@ -53,8 +67,9 @@ func NewClient(s Side) (*Client, error) {
 	tr.TLSClientConfig = tc
 	tr.MaxIdleConnsPerHost = 4
 	return &Client{
-		urls: s.URLs, http: &http.Client{Transport: tr, Timeout: requestTimeout},
+		urls: s.URLs, http: &http.Client{Transport: tr},
 		user: s.User, pass: s.Password, bearer: s.BearerToken, prefix: s.Prefix(),
+		timeout: callTimeout,
 	}, nil
 }
 
@@ -140,6 +155,47 @@ type SubjectSchema struct {
 	Schema     string `json:"schema"`
 }
 
+// subjectSchemaJSON is SubjectSchema as the registry writes it, its id
+// kept raw for validID.
+type subjectSchemaJSON struct {
+	Subject    string          `json:"subject"`
+	Version    int             `json:"version"`
+	ID         json.RawMessage `json:"id"`
+	SchemaType string          `json:"schemaType"`
+	Schema     string          `json:"schema"`
+}
+
+// AnswerError is a success answer the client refuses: a schema id that
+// is not an integer from 1 to 2^31-1. Confluent's registry allocates ids
+// from 1 (a Java int), and the wire format holds them in 4 bytes that its
+// deserializers read as a signed int: a record written with id 0, a
+// negative id or a larger one would name no schema. No record is written
+// with it.
+type AnswerError struct {
+	Op     string
+	URL    string // the base URL that answered
+	Answer string // the id as answered (at most 64 bytes of it)
+}
+
+func (e *AnswerError) Error() string {
+	return fmt.Sprintf("%s: %s answered schema id %s, which is not an id (an integer from 1 to 2147483647): the registry at that URL is misbehaving", e.Op, e.URL, e.Answer)
+}
+
+// validID returns the schema id in raw, a JSON integer from 1 to 2^31-1.
+func validID(op, base string, raw json.RawMessage) (int, error) {
+	id, err := strconv.ParseInt(string(raw), 10, 32)
+	if err != nil || id < 1 {
+		answer := string(raw)
+		if answer == "" {
+			answer = "(none)"
+		} else if len(answer) > 64 {
+			answer = answer[:64] + "…"
+		}
+		return 0, &AnswerError{Op: op, URL: base, Answer: answer}
+	}
+	return int(id), nil
+}
+
 // schemaRequest is RegisterSchemaRequest's body.
 type schemaRequest struct {
 	Schema     string `json:"schema"`
@@ -152,12 +208,20 @@ type schemaRequest struct {
 // and adds no version. schemaType "AVRO" is sent as no type, as
 // Confluent's client does.
 func (c *Client) Register(ctx context.Context, subject, schemaType, schema string) (int, error) {
-	var out struct {
-		ID int `json:"id"`
-	}
+	var id int
 	op := "registering a schema under subject " + strconv.Quote(subject)
-	err := c.do(ctx, op, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"/versions?normalize=false", request(schemaType, schema), &out)
-	return out.ID, err
+	err := c.do(ctx, op, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"/versions?normalize=false", request(schemaType, schema), func(base string, data []byte) error {
+		var out struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(data, &out); err != nil {
+			return err
+		}
+		var err error
+		id, err = validID(op, base, out.ID)
+		return err
+	})
+	return id, err
 }
 
 // Lookup returns the id of schema under subject without registering it
@@ -167,7 +231,7 @@ func (c *Client) Register(ctx context.Context, subject, schemaType, schema strin
 func (c *Client) Lookup(ctx context.Context, subject, schemaType, schema string) (SubjectSchema, error) {
 	var out SubjectSchema
 	op := "looking up a schema under subject " + strconv.Quote(subject)
-	err := c.do(ctx, op, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"?normalize=false&deleted=false", request(schemaType, schema), &out)
+	err := c.do(ctx, op, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"?normalize=false&deleted=false", request(schemaType, schema), subjectSchema(op, &out))
 	return out, err
 }
 
@@ -176,14 +240,35 @@ func (c *Client) Lookup(ctx context.Context, subject, schemaType, schema string)
 func (c *Client) Latest(ctx context.Context, subject string) (SubjectSchema, error) {
 	var out SubjectSchema
 	op := "reading the latest schema of subject " + strconv.Quote(subject)
-	err := c.do(ctx, op, http.MethodGet, "/subjects/"+url.PathEscape(subject)+"/versions/latest", nil, &out)
+	err := c.do(ctx, op, http.MethodGet, "/subjects/"+url.PathEscape(subject)+"/versions/latest", nil, subjectSchema(op, &out))
 	return out, err
+}
+
+// into returns the decoder of an answer into v.
+func into(v any) func(string, []byte) error {
+	return func(_ string, data []byte) error { return json.Unmarshal(data, v) }
+}
+
+// subjectSchema returns the decoder of a SubjectSchema answer into out.
+func subjectSchema(op string, out *SubjectSchema) func(string, []byte) error {
+	return func(base string, data []byte) error {
+		var in subjectSchemaJSON
+		if err := json.Unmarshal(data, &in); err != nil {
+			return err
+		}
+		id, err := validID(op, base, in.ID)
+		if err != nil {
+			return err
+		}
+		*out = SubjectSchema{Subject: in.Subject, Version: in.Version, ID: id, SchemaType: in.SchemaType, Schema: in.Schema}
+		return nil
+	}
 }
 
 // Subjects lists the registry's subjects (GET /subjects).
 func (c *Client) Subjects(ctx context.Context) ([]string, error) {
 	var out []string
-	err := c.do(ctx, "listing subjects", http.MethodGet, "/subjects", nil, &out)
+	err := c.do(ctx, "listing subjects", http.MethodGet, "/subjects", nil, func(_ string, data []byte) error { return json.Unmarshal(data, &out) })
 	return out, err
 }
 
@@ -196,12 +281,21 @@ func request(schemaType, schema string) []byte {
 	return b
 }
 
-// do sends one request to each URL in turn until one answers; a 5xx
-// answer also moves on to the next URL. The last failure is returned.
-func (c *Client) do(ctx context.Context, op, method, path string, body []byte, out any) error {
+// do sends one request to each URL in turn, starting with the one after
+// the last that failed, until one answers; a 5xx answer or an answer that
+// is not valid (an AnswerError) also moves on to the next URL. The whole call is bounded by
+// c.timeout: a registry that accepts connections and never answers is a
+// NetError after it, like one that refuses them. The last failure is
+// returned.
+// decode reads a success answer's body from the URL base.
+func (c *Client) do(ctx context.Context, op, method, path string, body []byte, decode func(base string, data []byte) error) error {
+	call, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	var last error
-	for _, base := range c.urls {
-		err := c.once(ctx, op, method, base, path, body, out)
+	first := int(c.next.Load()) % len(c.urls)
+	for n := range len(c.urls) {
+		i := (first + n) % len(c.urls)
+		err := c.once(call, op, method, c.urls[i], path, body, decode)
 		if err == nil {
 			return nil
 		}
@@ -210,11 +304,15 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, o
 		if errors.As(err, &e) && !e.Unavailable() || ctx.Err() != nil {
 			return err
 		}
+		c.next.CompareAndSwap(int32(i), int32((i+1)%len(c.urls)))
+		if call.Err() != nil {
+			return fmt.Errorf("%w (the call's %s passed: the registry at %s hangs or is overloaded; retrying from the next URL)", err, c.timeout, c.urls[i])
+		}
 	}
 	return last
 }
 
-func (c *Client) once(ctx context.Context, op, method, base, path string, body []byte, out any) error {
+func (c *Client) once(ctx context.Context, op, method, base, path string, body []byte, decode func(string, []byte) error) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -256,7 +354,11 @@ func (c *Client) once(ctx context.Context, op, method, base, path string, body [
 		}
 		return e
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	if err := decode(base, data); err != nil {
+		var ae *AnswerError
+		if errors.As(err, &ae) {
+			return err
+		}
 		return fmt.Errorf("%s: %s answered HTTP %d with a body that is not the registry's JSON: %w", op, base, resp.StatusCode, err)
 	}
 	return nil

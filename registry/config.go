@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/confkey"
 	"github.com/outboxrelay/outboxrelay/internal/textlist"
@@ -63,8 +64,11 @@ type Side struct {
 	TLSCAFile, TLSKeyFile string
 	AutoRegister          bool // auto.register.schemas
 	UseLatest             bool // use.latest.version
-	LatestStrict          bool // latest.compatibility.strict
-	Strategy              Strategy
+	// LatestTTL is latest.cache.ttl.sec: how long a latest version read
+	// is kept; negative: forever (Confluent's default, -1).
+	LatestTTL    time.Duration
+	LatestStrict bool // latest.compatibility.strict
+	Strategy     Strategy
 }
 
 // Prefix is the side's key prefix: key.converter. or value.converter.
@@ -99,6 +103,10 @@ func parseSide(m map[string]string, side, class string) (Side, error) {
 	s.AutoRegister = c.Bool(p + "auto.register.schemas")
 	s.UseLatest = c.Bool(p + "use.latest.version")
 	s.LatestStrict = c.Bool(p + "latest.compatibility.strict")
+	s.LatestTTL = -1
+	if ttl := c.Int(p + "latest.cache.ttl.sec"); ttl >= 0 {
+		s.LatestTTL = time.Duration(ttl) * time.Second
+	}
 	var errs []error
 	v := confkey.Read(m)
 	enum := func(name string) string {

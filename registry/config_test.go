@@ -3,6 +3,7 @@ package registry
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const avroClass = "io.confluent.connect.avro.AvroConverter"
@@ -36,7 +37,14 @@ func TestParseConfig(t *testing.T) {
 			return c.Value.Strategy == TopicRecordName
 		}},
 		{"lookup with the latest version", map[string]string{"value.converter.schema.registry.url": "http://r", "value.converter.auto.register.schemas": "false", "value.converter.use.latest.version": "true"}, func(c Config) bool {
-			return !c.Value.AutoRegister && c.Value.UseLatest
+			return !c.Value.AutoRegister && c.Value.UseLatest && c.Value.LatestTTL < 0
+		}},
+		{"latest.cache.ttl.sec", map[string]string{"value.converter.schema.registry.url": "http://r", "value.converter.auto.register.schemas": "false", "value.converter.use.latest.version": "true",
+			"value.converter.latest.cache.ttl.sec": "300"}, func(c Config) bool {
+			return c.Value.LatestTTL == 300*time.Second
+		}},
+		{"latest.cache.ttl.sec 0", map[string]string{"value.converter.schema.registry.url": "http://r", "value.converter.latest.cache.ttl.sec": "0"}, func(c Config) bool {
+			return c.Value.LatestTTL == 0
 		}},
 	} {
 		c, err := ParseConfig(tt.m, "", avroClass)
@@ -68,6 +76,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"JKS trust store", map[string]string{url: "http://r", "value.converter.schema.registry.ssl.truststore.type": "JKS"}, []string{"truststore.type", "keytool"}},
 		{"key password", map[string]string{url: "http://r", "value.converter.schema.registry.ssl.key.password": "x"}, []string{"key.password", "openssl pkey"}},
 		{"latest with auto register", map[string]string{url: "http://r", "value.converter.use.latest.version": "true"}, []string{"auto.register.schemas=false"}},
+		{"TTL below -1", map[string]string{url: "http://r", "value.converter.latest.cache.ttl.sec": "-2"}, []string{"value.converter.latest.cache.ttl.sec"}},
 		{"bad strategy", map[string]string{url: "http://r", "value.converter.value.subject.name.strategy": "x.MyStrategy"}, []string{"value.converter.value.subject.name.strategy"}},
 	} {
 		_, err := ParseConfig(tt.m, "", avroClass)

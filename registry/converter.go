@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/outboxrelay/outboxrelay/internal/certerr"
 	"github.com/outboxrelay/outboxrelay/internal/connectschema"
@@ -64,7 +65,16 @@ type side struct {
 type compiled struct {
 	codec Codec
 	err   error
-	ids   map[string]int // subject → schema id
+	ids   map[string]knownID // subject → schema id
+}
+
+// knownID is a schema id known for a subject. With use.latest.version
+// and latest.cache.ttl.sec ≥ 0 it is read again once expires passed
+// (Confluent's latestVersions cache: expireAfterWrite); zero expires:
+// kept (auto.register.schemas and lookups: an id never changes).
+type knownID struct {
+	id      int
+	expires time.Time
 }
 
 // NewConverter returns the converter of cfg's registry sides, formats
@@ -134,14 +144,27 @@ func (s *side) convert(ctx context.Context, c *Converter, rec *router.Record, en
 	if comp == nil {
 		return nil, err
 	}
-	subject := s.cfg.Strategy.Subject(rec.Topic, s.cfg.IsKey, comp.codec.Name())
-	id, ok := comp.ids[subject]
+	name := comp.codec.Name()
+	if name == "" && s.cfg.Strategy != TopicName {
+		return nil, s.poison(rec, "", s.unnamed())
+	}
+	subject := s.cfg.Strategy.Subject(rec.Topic, s.cfg.IsKey, name)
+	known, ok := comp.ids[subject]
+	if ok && !known.expires.IsZero() && !time.Now().Before(known.expires) {
+		ok = false
+	}
 	if !ok {
-		if id, err = s.schemaID(ctx, subject, comp.codec); err != nil {
+		id, err := s.schemaID(ctx, subject, comp.codec)
+		if err != nil {
 			return nil, s.classify(rec, subject, err)
 		}
-		comp.ids[subject] = id
+		known = knownID{id: id}
+		if s.cfg.UseLatest && s.cfg.LatestTTL >= 0 {
+			known.expires = time.Now().Add(s.cfg.LatestTTL)
+		}
+		comp.ids[subject] = known
 	}
+	id := known.id
 	start := len(c.buf)
 	c.buf = append(c.buf, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(c.buf[start+1:], uint32(id))
@@ -189,7 +212,7 @@ func (s *side) compile(schema []byte) *compiled {
 	if len(s.schemas) >= maxSchemas {
 		clear(s.schemas)
 	}
-	comp := &compiled{ids: map[string]int{}}
+	comp := &compiled{ids: map[string]knownID{}}
 	parsed, err := connectschema.Parse(schema)
 	if err == nil {
 		comp.codec, err = s.format.Compile(parsed)
@@ -239,6 +262,23 @@ func (e *mismatchError) Error() string {
 	return fmt.Sprintf("use.latest.version: the latest schema of subject %q (version %d) is not the record's schema; outboxrelay encodes with the record's own schema only: register it, or set use.latest.version=false", e.subject, e.latest)
 }
 
+// unnamed is why a record whose schema has no name (an Avro schema other
+// than a record; a JSON Schema without a title: a string payload, a plain
+// string key) has no subject under RecordNameStrategy or
+// TopicRecordNameStrategy. Confluent's strategies refuse it alike
+// (RecordNameStrategy.getRecordName: "In configuration
+// value.subject.name.strategy = …, the message value must only be a record
+// schema"), and Kafka Connect fails the record in the converter stage.
+func (s *side) unnamed() error {
+	half := "value"
+	if s.cfg.IsKey {
+		half = "key"
+	}
+	key := s.cfg.Prefix() + half + ".subject.name.strategy"
+	return fmt.Errorf("%s=%s needs a schema with a name (a record), and this %s's schema has none; set %s=TopicNameStrategy (subject <topic>-%s), or send only %ss whose schema is a named record",
+		key, s.cfg.Strategy, half, key, half, half)
+}
+
 // poison is a record whose schema or payload the format refuses.
 func (s *side) poison(rec *router.Record, subject string, err error) error {
 	half := "value"
@@ -264,14 +304,19 @@ func (s *side) stage() string {
 // registry is retried; a schema the registry refuses with its own error
 // (409 incompatible, 422xx invalid, 404 40401/40403 not registered)
 // makes the record poison; any other answer (no registry error code: not
-// a registry at that URL) stops.
+// a registry at that URL; a schema id out of range from every URL) stops.
 func (s *side) classify(rec *router.Record, subject string, err error) error {
 	var e *Error
 	var ne *NetError
 	var mm *mismatchError
+	var ae *AnswerError
 	switch {
 	case errors.As(err, &mm):
 		return s.poison(rec, subject, err)
+	case errors.As(err, &ae):
+		// Every URL answered, and none with a usable id: the registry is
+		// broken, not the record (not poison), and no retry makes it well.
+		return terminal.Final(fmt.Errorf("%w; no record was written with it: fix the registry, or point %sschema.registry.url at one that allocates ids as Confluent's does", err, s.cfg.Prefix()))
 	case errors.As(err, &e) && e.Unauthorized():
 		return terminal.Final(fmt.Errorf("%w; check %sschema.registry.url's user info, %sbasic.auth.credentials.source / basic.auth.user.info or %sbearer.auth.token, and the principal's permissions on subject %q",
 			err, s.cfg.Prefix(), s.cfg.Prefix(), s.cfg.Prefix(), subject))

@@ -19,12 +19,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/outboxrelay/outboxrelay/internal/connectschema"
 	"github.com/outboxrelay/outboxrelay/internal/terminal"
+	"github.com/outboxrelay/outboxrelay/registry/avro"
 	"github.com/outboxrelay/outboxrelay/relay"
 	"github.com/outboxrelay/outboxrelay/router"
 )
@@ -66,7 +68,7 @@ const testClass = "io.confluent.connect.json.JsonSchemaConverter"
 var testFormats = map[string]Format{testClass: testFormat}
 
 func testSide(url string, isKey bool) Side {
-	return Side{Class: testClass, IsKey: isKey, URLs: []string{url}, AutoRegister: true, LatestStrict: true}
+	return Side{Class: testClass, IsKey: isKey, URLs: []string{url}, AutoRegister: true, LatestStrict: true, LatestTTL: -1}
 }
 
 func newConverter(t *testing.T, cfg Config) *Converter {
@@ -515,5 +517,276 @@ func TestNotARegistryIsFinal(t *testing.T) {
 	var ce *relay.ConvertError
 	if errors.As(err, &ce) || !terminal.IsFinal(err) || !strings.Contains(err.Error(), "value.converter.schema.registry.url") || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Fatalf("err = %v, want a final error naming the URL key", err)
+	}
+}
+
+// hangingURL returns the URL of a server that accepts TCP connections and
+// never answers (a registry stopped with SIGSTOP, or wedged); the test's
+// cleanup closes it.
+func hangingURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + l.Addr().String()
+}
+
+// Regression: a registry that accepted the connection and never answered
+// held the session for 30 s per URL (requestTimeout), sending PostgreSQL
+// no standby status meanwhile. A call is now bounded as a whole, is
+// retryable like a 5xx, and the next call starts at the next URL.
+func TestHangingRegistryIsBoundedAndRetryable(t *testing.T) {
+	hang := hangingURL(t)
+	c := newConverter(t, Config{Value: testSide(hang, false)})
+	c.value.client.timeout = 300 * time.Millisecond
+	start := time.Now()
+	err := c.Convert(context.Background(), record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`)))
+	took := time.Since(start)
+	var ne *NetError
+	if !errors.Is(err, relay.ErrConverterUnavailable) || !errors.As(err, &ne) || !strings.Contains(err.Error(), "300ms passed") {
+		t.Fatalf("err = %v, want a retryable NetError naming the call's timeout", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("the call took %s with a timeout of 300ms", took)
+	}
+	if callTimeout >= 10*time.Second {
+		t.Errorf("callTimeout %s is not well below the default status interval (10 s)", callTimeout)
+	}
+
+	// A hanging URL, then a good one: the first call spends its time on
+	// the hanging URL; the retry starts at the good one, and so do later
+	// calls.
+	reg := srfake.New()
+	defer reg.Close()
+	s := testSide(hang, false)
+	s.URLs = append(s.URLs, reg.URL())
+	c = newConverter(t, Config{Value: s})
+	c.value.client.timeout = 300 * time.Millisecond
+	rec := record("orders", "e1", nil, envelope(orderSchema, `{"id":1}`))
+	if err := c.Convert(context.Background(), rec); !errors.Is(err, relay.ErrConverterUnavailable) {
+		t.Fatalf("first call: err = %v, want ErrConverterUnavailable", err)
+	}
+	start = time.Now()
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	rec = record("orders", "e2", nil, envelope(`{"type":"struct","fields":[],"optional":false,"name":"Other"}`, `{}`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatalf("a new schema after the retry: %v", err)
+	}
+	if took := time.Since(start); took > 250*time.Millisecond {
+		t.Errorf("the retry and a new schema took %s: they waited for the hanging URL again", took)
+	}
+}
+
+// Regression: a registry answering a register or lookup with id 0, a
+// negative id, one above 2^31-1 or no integer at all was taken at its
+// word, and records were written with an id that names no schema. Such an
+// answer is an AnswerError naming the URL, the subject and the answer;
+// the client tries the next URL; if every URL answers so, the relay stops.
+func TestBogusSchemaIDRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name, id string
+		latest   bool
+	}{
+		{"zero", `0`, false},
+		{"negative", `-3`, false},
+		{"above int32", `2147483648`, false},
+		{"fraction", `1.5`, false},
+		{"string", `"7"`, false},
+		{"missing", ``, false},
+		{"lookup zero", `0`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bogus := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", contentType)
+				body := `{"subject":"orders-value","version":1,"schema":"{}"`
+				if tt.id != "" {
+					body += `,"id":` + tt.id
+				}
+				fmt.Fprint(w, body+"}")
+			}))
+			defer bogus.Close()
+			s := testSide(bogus.URL, false)
+			if tt.latest {
+				s.AutoRegister = false
+			}
+			c := newConverter(t, Config{Value: s})
+			orig := envelope(orderSchema, `{"id":1}`)
+			rec := record("orders", "e1", nil, orig)
+			err := c.Convert(context.Background(), rec)
+			var ae *AnswerError
+			if !errors.As(err, &ae) || !terminal.IsFinal(err) || errors.Is(err, relay.ErrConverterUnavailable) {
+				t.Fatalf("err = %v, want a final AnswerError", err)
+			}
+			answer := tt.id
+			if answer == "" {
+				answer = "(none)"
+			}
+			for _, want := range []string{bogus.URL, `subject "orders-value"`, "schema id " + answer, "value.converter.schema.registry.url"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+			if !bytes.Equal(rec.Value, orig) {
+				t.Errorf("the record was rewritten: % x", rec.Value)
+			}
+
+			// A good URL after the bogus one is used.
+			reg := srfake.New()
+			defer reg.Close()
+			s.URLs = append(s.URLs, reg.URL())
+			if tt.latest {
+				s.AutoRegister = true
+			}
+			c = newConverter(t, Config{Value: s})
+			if err := c.Convert(context.Background(), rec); err != nil {
+				t.Fatalf("with a good second URL: %v", err)
+			}
+			if id, _ := wire(t, rec.Value); id < 1 {
+				t.Errorf("id %d", id)
+			}
+		})
+	}
+}
+
+// Regression: RecordNameStrategy and TopicRecordNameStrategy with a
+// schema that has no name (Avro: a string key or payload; JSON Schema: no
+// title) posted to the subject "" or "<topic>-". Such a record is poison
+// naming the strategy key, the event and the fix, as Confluent's
+// RecordNameStrategy.getRecordName refuses it; nothing is registered.
+func TestRecordNameStrategyWithoutName(t *testing.T) {
+	avroFormat := Format{SchemaType: "AVRO", Compile: func(s *connectschema.Schema) (Codec, error) { return avro.Compile(s) }}
+	formats := map[string]Format{router.AvroConverterClass: avroFormat}
+	for _, tt := range []struct {
+		strategy Strategy
+		isKey    bool
+		key      string
+	}{
+		{RecordName, false, "value.converter.value.subject.name.strategy=RecordNameStrategy"},
+		{TopicRecordName, false, "value.converter.value.subject.name.strategy=TopicRecordNameStrategy"},
+		{RecordName, true, "key.converter.key.subject.name.strategy=RecordNameStrategy"},
+		{TopicRecordName, true, "key.converter.key.subject.name.strategy=TopicRecordNameStrategy"},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			reg := srfake.New()
+			defer reg.Close()
+			s := Side{Class: router.AvroConverterClass, IsKey: tt.isKey, URLs: []string{reg.URL()}, AutoRegister: true, Strategy: tt.strategy}
+			cfg := Config{Value: s}
+			if tt.isKey {
+				cfg = Config{Key: s}
+			}
+			c, err := NewConverter(cfg, formats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			str := envelope(stringSchema, `"plain"`)
+			rec := record("orders", "ev-9", str, str)
+			err = c.Convert(context.Background(), rec)
+			var ce *relay.ConvertError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a poison *relay.ConvertError", err)
+			}
+			for _, want := range []string{tt.key, "event ev-9", "=TopicNameStrategy", "named record"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+			client, err := NewClient(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			subjects, err := client.Subjects(context.Background())
+			if err != nil || len(subjects) != 0 {
+				t.Errorf("subjects registered: %q (%v)", subjects, err)
+			}
+			// A named record is written under its name.
+			rec = record("orders", "ev-10", envelope(orderSchema, `{"id":1}`), envelope(orderSchema, `{"id":1}`))
+			if err := c.Convert(context.Background(), rec); err != nil {
+				t.Fatalf("a record schema: %v", err)
+			}
+		})
+	}
+}
+
+// Regression: with use.latest.version the latest version's id was kept
+// for the process's life whatever the configuration; Confluent's
+// serializer keeps it latest.cache.ttl.sec seconds (-1, its default:
+// forever; AbstractKafkaSchemaSerDe's latestVersions, expireAfterWrite),
+// then reads the latest version again.
+func TestUseLatestVersionCacheTTL(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		ttl   time.Duration
+		reads int64 // GET …/versions/latest for three records of one schema
+		newer bool  // the newer version registered before the third is seen
+	}{
+		{"forever (-1)", -1, 1, false},
+		{"an hour", time.Hour, 1, false},
+		{"0: every record", 0, 3, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := srfake.New()
+			defer reg.Close()
+			var reads atomic.Int64
+			reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool {
+				if strings.HasSuffix(r.URL.Path, "/versions/latest") {
+					reads.Add(1)
+				}
+				return false
+			})
+			id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"test":"struct","name":"Order"}`, Type: sr.TypeJSON})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := testSide(reg.URL(), false)
+			s.AutoRegister, s.UseLatest, s.LatestTTL = false, true, tt.ttl
+			c := newConverter(t, Config{Value: s})
+			for i := range 2 {
+				rec := record("orders", fmt.Sprint("e", i), nil, envelope(orderSchema, `{"id":1}`))
+				if err := c.Convert(context.Background(), rec); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := wire(t, rec.Value); got != id {
+					t.Fatalf("id %d, want %d", got, id)
+				}
+			}
+			if _, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: `{"test":"struct","name":"Newer"}`, Type: sr.TypeJSON}); err != nil {
+				t.Fatal(err)
+			}
+			err = c.Convert(context.Background(), record("orders", "e3", nil, envelope(orderSchema, `{"id":1}`)))
+			var ce *relay.ConvertError
+			switch {
+			case tt.newer && (!errors.As(err, &ce) || !strings.Contains(err.Error(), "version 2")):
+				t.Errorf("after the TTL, with a newer latest version: err = %v, want a poison error naming version 2", err)
+			case !tt.newer && err != nil:
+				t.Errorf("within the TTL: %v", err)
+			}
+			if reads.Load() != tt.reads {
+				t.Errorf("%d reads of the latest version, want %d", reads.Load(), tt.reads)
+			}
+		})
 	}
 }

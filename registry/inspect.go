@@ -21,7 +21,7 @@ func (c *Client) Compatible(ctx context.Context, subject, schemaType, schema str
 		Messages     []string `json:"messages"`
 	}
 	op := "checking a schema's compatibility with subject " + strconv.Quote(subject)
-	err := c.do(ctx, op, http.MethodPost, "/compatibility/subjects/"+url.PathEscape(subject)+"/versions/latest?verbose=true", request(schemaType, schema), &out)
+	err := c.do(ctx, op, http.MethodPost, "/compatibility/subjects/"+url.PathEscape(subject)+"/versions/latest?verbose=true", request(schemaType, schema), into(&out))
 	return out.IsCompatible, out.Messages, err
 }
 

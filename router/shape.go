@@ -7,8 +7,17 @@ package router
 // payload only when its shape is new: building the shape is one scan of the
 // compacted payload, without allocation.
 
-// maxShapes bounds the cache; when full it starts over.
-const maxShapes = 1024
+// The cache is bounded by count and by bytes, an estimate of what each
+// entry holds (shapeBytes); when the next entry would pass either bound it
+// starts over. A shape whose entry alone would pass maxShapeEntry (a
+// payload with thousands of keys) is inferred each time and not kept: its
+// payload is as large, so inferring it again costs what reading it does.
+const (
+	maxShapes      = 1024
+	maxShapeBytes  = 16 << 20
+	maxShapeEntry  = 256 << 10
+	shapeTreeRatio = 3 // a schema tree's heap against its JSON (memo): 1.5 MB for 0.54 MB at 10,000 int fields
+)
 
 // inferred is one cache entry: the schema or why there is none.
 type inferred struct {
@@ -21,6 +30,20 @@ type inferred struct {
 type shapeCache struct {
 	buf     []byte
 	schemas map[string]inferred
+	bytes   int // the entries' shapeBytes
+}
+
+// shapeBytes estimates what an entry keeps: its shape (the map key), the
+// schema's memoized JSON and the schema tree (shapeTreeRatio times it).
+func shapeBytes(shape []byte, s *connectSchema, err error) int {
+	n := len(shape) + 64
+	if s != nil {
+		n += (1 + shapeTreeRatio) * len(s.memo)
+	}
+	if err != nil {
+		n += len(err.Error())
+	}
+	return n
 }
 
 // lookup returns the schema of a payload with compact's shape, inferring
@@ -30,7 +53,7 @@ type shapeCache struct {
 func (c *shapeCache) lookup(compact []byte, infer func([]byte) (*connectSchema, error)) (*connectSchema, error) {
 	var ok bool
 	c.buf, ok = appendShape(c.buf[:0], compact)
-	if !ok {
+	if !ok || len(c.buf) > maxShapeEntry {
 		return infer(compact)
 	}
 	if e, hit := c.schemas[string(c.buf)]; hit {
@@ -40,10 +63,15 @@ func (c *shapeCache) lookup(compact []byte, infer func([]byte) (*connectSchema, 
 	if s != nil {
 		s.memo = appendSchema(nil, s, "")
 	}
-	if c.schemas == nil || len(c.schemas) >= maxShapes {
-		c.schemas = make(map[string]inferred)
+	size := shapeBytes(c.buf, s, err)
+	if size > maxShapeEntry {
+		return s, err
+	}
+	if c.schemas == nil || len(c.schemas) >= maxShapes || c.bytes+size > maxShapeBytes {
+		c.schemas, c.bytes = make(map[string]inferred), 0
 	}
 	c.schemas[string(c.buf)] = inferred{s, err}
+	c.bytes += size
 	return s, err
 }
 

@@ -78,3 +78,72 @@ func TestShapeCache(t *testing.T) {
 		t.Fatalf("%d shapes kept; want the cache started over when full, %d since", len(c.schemas), want)
 	}
 }
+
+// wideObject is a JSON object of n int fields whose names start with
+// prefix.
+func wideObject(prefix string, n int) []byte {
+	b := []byte{'{'}
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"`+prefix+strconv.Itoa(i)+`":1`...)
+	}
+	return append(b, '}')
+}
+
+// Regression: the shape cache was bounded by count only (1024 entries),
+// so 1024 payloads of distinct huge shapes (10,000 keys: about 2 MB of
+// shape, schema JSON and schema tree each) could hold gigabytes. It is
+// bounded by bytes too, and a shape whose entry alone passes
+// maxShapeEntry is not kept.
+func TestShapeCacheBoundedByBytes(t *testing.T) {
+	var c shapeCache
+	calls := 0
+	infer := func(src []byte) (*connectSchema, error) { calls++; return inferTree(src) }
+	huge := wideObject("field_", 10000)
+	for range 3 {
+		s, err := c.lookup(huge, infer)
+		if err != nil || s == nil || len(s.fields) != 10000 {
+			t.Fatalf("a 10,000-key payload: %v, %v", s, err)
+		}
+	}
+	if calls != 3 || len(c.schemas) != 0 || c.bytes != 0 {
+		t.Fatalf("a 10,000-key shape: %d inferences, %d entries, %d bytes; want it inferred each time and not kept", calls, len(c.schemas), c.bytes)
+	}
+
+	// Shapes just under the per-entry limit: the cache starts over before
+	// its bytes pass maxShapeBytes, long before maxShapes entries.
+	n := 1
+	for ; ; n *= 2 {
+		s, _ := inferTree(wideObject("a0_", n*2))
+		s.memo = appendSchema(nil, s, "")
+		shape, _ := appendShape(nil, wideObject("a0_", n*2))
+		if shapeBytes(shape, s, nil) > maxShapeEntry {
+			break
+		}
+	}
+	mid := wideObject("a0_", n)
+	shape, _ := appendShape(nil, mid)
+	s, _ := inferTree(mid)
+	s.memo = appendSchema(nil, s, "")
+	size := shapeBytes(shape, s, nil)
+	if size <= maxShapeEntry/4 || size > maxShapeEntry {
+		t.Fatalf("%d fields: an entry of %d bytes; want one near the per-entry limit %d", n, size, maxShapeEntry)
+	}
+	peakEntries, peakBytes := 0, 0
+	for i := range 120 {
+		_, _ = c.lookup(wideObject("a"+strconv.Itoa(i)+"_", n), infer)
+		peakEntries, peakBytes = max(peakEntries, len(c.schemas)), max(peakBytes, c.bytes)
+	}
+	if peakBytes > maxShapeBytes || peakEntries > maxShapeBytes/size || peakEntries < maxShapeBytes/size/2 {
+		t.Fatalf("entries of %d bytes: at most %d entries and %d bytes kept; want at most %d bytes (%d entries)", size, peakEntries, peakBytes, maxShapeBytes, maxShapeBytes/size)
+	}
+	// The kept entries are served from the cache.
+	before := calls
+	last := wideObject("a119_", n)
+	if _, _ = c.lookup(last, infer); calls != before {
+		t.Errorf("a kept shape was inferred again")
+	}
+	t.Logf("entries of %d fields, %d bytes each: at most %d kept (%d bytes)", n, size, peakEntries, peakBytes)
+}

@@ -67,6 +67,8 @@ func registryKeys(side string) []KeyDoc {
 			Doc: "register each new schema under its subject; false: look it up (the registry must hold it already, else the record is a poison row)"},
 		{Key: p + "use.latest.version", Kind: KindBool, Sections: SectionRelay, Origin: OriginConnect, Default: "false",
 			Doc: "with auto.register.schemas=false: write with the subject's latest schema id; outboxrelay accepts only a latest schema equal to the one the record has (else the record is a poison row)"},
+		{Key: p + "latest.cache.ttl.sec", Kind: KindInt, Min: -1, Sections: SectionRelay, Origin: OriginConnect, Default: "-1",
+			Doc: "with use.latest.version: how long (seconds) the subject's latest version is kept before it is read again; -1: for the process's life (Confluent's default), 0: read for every record"},
 		{Key: p + "latest.compatibility.strict", Kind: KindBool, Sections: SectionRelay, Origin: OriginConnect, Default: "true",
 			Doc: "with use.latest.version: accepted; outboxrelay's check (the latest schema is the record's own) is stricter than either setting"},
 		{Key: p + side + ".subject.name.strategy", Sections: SectionRelay, Origin: OriginConnect, Default: topicNameStrategyClass,

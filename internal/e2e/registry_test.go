@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,9 +27,11 @@ const (
 // TestRegistryFaults runs the relay with AvroConverter (key and value)
 // against the bed's registry (registryserver) on a private bed: a crash
 // loop of SIGKILLs under load (nothing missing, per-aggregate order kept,
-// no schema registered twice), and the registry refusing connections
-// while new schemas keep coming (the slot does not move meanwhile;
-// nothing missing after).
+// no schema registered twice), the registry refusing connections while new
+// schemas keep coming (the slot does not move meanwhile; nothing missing
+// after), and the registry hanging (SIGSTOP: connections accepted, never
+// answered) as long, with wal_sender_timeout at 10 s: the same, and the
+// replication connection kept.
 func TestRegistryFaults(t *testing.T) {
 	t.Parallel()
 	kills, outage := 5, 20*time.Second
@@ -55,7 +58,9 @@ func TestRegistryFaults(t *testing.T) {
 		})
 		requireOneVersionEach(t, reg.URL)
 	})
-	t.Run("Outage", func(t *testing.T) { testRegistryOutage(t, b, outage) })
+	t.Run("Outage", func(t *testing.T) { testRegistryOutage(t, b, registryOutage, outage) })
+	// The hang lasts at least 25 s: the slot is held from 12 s into it.
+	t.Run("Hang", func(t *testing.T) { testRegistryOutage(t, b, registryHang, max(outage, 25*time.Second)) })
 }
 
 // avroConfig sets both converters to AvroConverter on the registry at url.
@@ -79,54 +84,103 @@ func schemaEvolvingInsert(f *fixture) string {
 			FROM (SELECT g, ($1::bigint * 7 + g) %% %d AS k FROM generate_series(1, $2::int) g) s ORDER BY g`, f.name, ordPerTx, faultAggregates)
 }
 
+// registryFault makes the registry unavailable for d; the function it
+// returns ends the fault (or nothing, when it ends by itself).
+type registryFault struct {
+	name  string
+	begin func(t *testing.T, reg testbed.Registry, d time.Duration) (end func())
+	// walSenderTimeout, if set, is PostgreSQL's wal_sender_timeout during
+	// the test: a relay that sends no status update for that long is cut
+	// off.
+	walSenderTimeout string
+	// settle is how long after the fault begins the slot is held: a
+	// record of a new schema waits within 2 s, and the records before it
+	// are acknowledged and confirmed within a few more, or, while the
+	// relay waits for an answer, at the next status update after the call
+	// gives up.
+	settle time.Duration
+}
+
+// registryOutage: the registry's port refuses connections.
+var registryOutage = registryFault{name: "outage", settle: 5 * time.Second, begin: func(t *testing.T, reg testbed.Registry, d time.Duration) func() {
+	control(t, reg.Control, "/_outage", fmt.Sprintf(`{"for":%q}`, d.String()))
+	return func() {}
+}}
+
+// registryHang: the registry's process is stopped (SIGSTOP): connections
+// are accepted and never answered. With wal_sender_timeout at 10 s, a
+// relay that waited for one answer longer than that without a standby
+// status update (as it did with a 30 s request timeout) is cut off.
+var registryHang = registryFault{name: "hang", walSenderTimeout: "10s", settle: 12 * time.Second, begin: func(t *testing.T, reg testbed.Registry, _ time.Duration) func() {
+	return reg.Hang(t)
+}}
+
 // testRegistryOutage: under 1,000 events/s whose schema changes every 2 s,
-// the registry refuses connections for outage. The relay must hold: the
-// slot's confirmed position stays where it was once the first record of a
-// new schema waits (the WAL moves on), and after the outage every event
-// arrives, per aggregate in commit order.
-func testRegistryOutage(t *testing.T, b *privateBed, outage time.Duration) {
+// the registry is unavailable for outage (fault). The relay must hold:
+// the slot's confirmed position stays where it was once the first record
+// of a new schema waits (the WAL moves on), the replication connection is
+// kept (the same walsender, no reconnect), and after the outage every
+// event arrives, per aggregate in commit order.
+func testRegistryOutage(t *testing.T, b *privateBed, fault registryFault, outage time.Duration) {
 	reg := testbed.StartRegistry(t)
-	f := b.newFixture(t, "regout")
+	f := b.newFixture(t, "reg"+fault.name)
+	if fault.walSenderTimeout != "" {
+		testbed.Exec(t, f.admin, fmt.Sprintf(`ALTER SYSTEM SET wal_sender_timeout = '%s'`, fault.walSenderTimeout), `SELECT pg_reload_conf()`)
+		t.Cleanup(func() {
+			conn := b.Connect(t)
+			testbed.Exec(t, conn, `ALTER SYSTEM RESET wal_sender_timeout`, `SELECT pg_reload_conf()`)
+		})
+	}
 	cfg := b.config(t, f, avroConfig(reg.URL))
 	log := logFile(t, "relay")
 	r := b.startRelay(t, cfg, log)
 	f.waitStreaming(t)
+	walsender := walsenderPID(t, f)
 	l := startFaultLoadSQL(t, b, f, 1000, schemaEvolvingInsert(f))
 	time.Sleep(3 * time.Second)
 
-	control(t, reg.Control, "/_outage", fmt.Sprintf(`{"for":%q}`, outage.String()))
+	end := fault.begin(t, reg, outage)
 	start := time.Now()
-	// Within 2 s a record of a new schema waits for the registry, and the
-	// records before it are acknowledged within a few more.
-	time.Sleep(5 * time.Second)
+	time.Sleep(fault.settle)
 	held, walAtHold := confirmedFlush(t, f.admin, f.name), walLSN(t, f.admin)
 	for time.Since(start) < outage-time.Second {
 		if r.exited() {
-			t.Fatalf("the relay exited during the registry outage: %s", r.logTail(10))
+			t.Fatalf("the relay exited during the registry %s: %s", fault.name, r.logTail(10))
 		}
 		if c := confirmedFlush(t, f.admin, f.name); c != held {
-			t.Fatalf("%s into the registry outage the slot moved from %s to %s: records were confirmed that could not have been converted", time.Since(start).Round(time.Second), held, c)
+			t.Fatalf("%s into the registry %s the slot moved from %s to %s: records were confirmed that could not have been converted", time.Since(start).Round(time.Second), fault.name, held, c)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	walAtEnd := walLSN(t, f.admin)
 	if walAtEnd <= walAtHold {
-		t.Fatalf("the WAL did not move during the outage (%s → %s): the load stalled, the test shows nothing", walAtHold, walAtEnd)
+		t.Fatalf("the WAL did not move during the %s (%s → %s): the load stalled, the test shows nothing", fault.name, walAtHold, walAtEnd)
 	}
-	t.Logf("registry outage of %s: slot held at %s for %s while the WAL went %s → %s",
-		outage, held, (outage - 6*time.Second).Round(time.Second), walAtHold, walAtEnd)
+	for time.Since(start) < outage {
+		time.Sleep(100 * time.Millisecond)
+	}
+	end()
+	t.Logf("registry %s of %s: slot held at %s for %s while the WAL went %s → %s",
+		fault.name, outage, held, (outage - fault.settle - time.Second).Round(time.Second), walAtHold, walAtEnd)
 	time.Sleep(5 * time.Second) // the registry is back: the relay resumes
 	stats := l.finish(t)
 	target := walLSN(t, f.admin)
 	took, ok := waitConfirmed(t, f, target, 2*time.Minute)
 	if !ok {
-		t.Fatalf("after the registry outage the slot did not confirm %s within %s; %s", target, took.Round(time.Second), f.slotState(t))
+		t.Fatalf("after the registry %s the slot did not confirm %s within %s; %s", fault.name, target, took.Round(time.Second), f.slotState(t))
 	}
+	after := walsenderPID(t, f)
 	r.stop(t, 15*time.Second)
 	rep, _, _ := b.verifyOutbox(t, f)
-	t.Logf("registry outage: load %s; %d events, %d deliveries; slot confirmed the end %s after the load stopped", stats, rep.Events, rep.Deliveries, took.Round(time.Millisecond))
-	requireComplete(t, "registry outage", rep)
-	requireOneVersionEach(t, reg.URL, "registry outage") // one per schema: versions equal the distinct schemas
+	t.Logf("registry %s: load %s; %d events, %d deliveries; slot confirmed the end %s after the load stopped", fault.name, stats, rep.Events, rep.Deliveries, took.Round(time.Millisecond))
+	requireComplete(t, "registry "+fault.name, rep)
+	requireOneVersionEach(t, reg.URL, "registry "+fault.name) // one per schema: versions equal the distinct schemas
+	if reconnects := grepLines(r.log(), "session failed, retrying"); walsender == 0 || after != walsender || len(reconnects) != 0 {
+		t.Errorf("registry %s: the relay's walsender was pid %d before and %d after (reconnect lines: %q); want the same walsender, never cut off for silence",
+			fault.name, walsender, after, reconnects)
+	} else {
+		t.Logf("registry %s: walsender pid %d throughout (wal_sender_timeout %s), no reconnect", fault.name, walsender, cmp.Or(fault.walSenderTimeout, "the bed's"))
+	}
 }
 
 // control posts body to the registryserver's control API.

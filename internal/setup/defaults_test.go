@@ -163,6 +163,10 @@ func effectiveValues(s *Setup) map[string]string {
 		m[p+"auto.register.schemas"] = b(rs.AutoRegister)
 		m[p+"use.latest.version"] = b(rs.UseLatest)
 		m[p+"latest.compatibility.strict"] = b(rs.LatestStrict)
+		m[p+"latest.cache.ttl.sec"] = "-1"
+		if rs.LatestTTL >= 0 {
+			m[p+"latest.cache.ttl.sec"] = strconv.FormatInt(int64(rs.LatestTTL/time.Second), 10)
+		}
 		m[p+strategy] = "io.confluent.kafka.serializers.subject." + rs.Strategy.String()
 		m[p+"basic.auth.credentials.source"] = rs.Source
 	}

@@ -3,10 +3,13 @@ package testbed
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -16,6 +19,28 @@ import (
 type Registry struct {
 	URL     string // the Confluent REST API
 	Control string // the fault and outage API (internal/testbed/registryserver)
+	proc    *os.Process
+}
+
+// Hang stops the registry's process (SIGSTOP): the kernel still accepts
+// connections to its port, and nothing answers them, the control API
+// included. The returned function resumes it (SIGCONT); the test's
+// cleanup resumes it too.
+func (r Registry) Hang(t testing.TB) (resume func()) {
+	t.Helper()
+	if err := r.proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("stopping registryserver: %v", err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := r.proc.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("resuming registryserver: %v", err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
 }
 
 // StartRegistry builds and starts internal/testbed/registryserver on
@@ -48,7 +73,7 @@ func StartRegistry(t testing.TB, args ...string) Registry {
 		}
 		close(lines)
 	}()
-	var r Registry
+	r := Registry{proc: cmd.Process}
 	timeout := time.After(30 * time.Second)
 	for {
 		select {
