@@ -62,7 +62,7 @@ func standbyConfig(t *testing.T, p pgPair, name string, extra map[string]string)
 // order by id kept (outboxrelay verify). Before, preflight did not know
 // standbys: the slot took 19.9 s (the next running-xacts record) and
 // heartbeat.action.query failed on the read-only standby.
-func TestStandbyDecode(t *testing.T) { forStandbyMajors(t, testStandbyDecode) }
+func TestStandbyDecode(t *testing.T) { testbed.EachStandbyMajor(t, testStandbyDecode) }
 
 func testStandbyDecode(t *testing.T, major int) {
 	loadFor, pauseFor := standbyDurations(t)
@@ -153,14 +153,6 @@ func testStandbyDecode(t *testing.T, major int) {
 	}
 }
 
-// forStandbyMajors runs test as a subtest pgN for each of
-// testbed.StandbyMajors.
-func forStandbyMajors(t *testing.T, test func(t *testing.T, major int)) {
-	for _, major := range testbed.StandbyMajors() {
-		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { test(t, major) })
-	}
-}
-
 // standbyRun is a standby pair with an outbox (named name) and a relay
 // decoding on the standby, its slot there active.
 type standbyRun struct {
@@ -221,7 +213,7 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 // lock's connection with the server, reconnects when the standby is back
 // and resumes from the slot; no event missing, order by id kept
 // (outboxrelay verify), the slot created once.
-func TestStandbyRestart(t *testing.T) { forStandbyMajors(t, testStandbyRestart) }
+func TestStandbyRestart(t *testing.T) { testbed.EachStandbyMajor(t, testStandbyRestart) }
 
 func testStandbyRestart(t *testing.T, major int) {
 	run := startStandbyRun(t, major, "rst")
@@ -265,7 +257,9 @@ func testStandbyRestart(t *testing.T, major int) {
 // exit 1, naming the reason and the fix, and the slot is not created
 // again; every event committed before the change was published. Before,
 // the invalidated slot was reported as a failed START_REPLICATION only.
-func TestStandbySlotInvalidated(t *testing.T) { forStandbyMajors(t, testStandbySlotInvalidated) }
+func TestStandbySlotInvalidated(t *testing.T) {
+	testbed.EachStandbyMajor(t, testStandbySlotInvalidated)
+}
 
 func testStandbySlotInvalidated(t *testing.T, major int) {
 	run := startStandbyRun(t, major, "inv")
