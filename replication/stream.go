@@ -656,8 +656,7 @@ func (s *stream) probeLock(ctx context.Context, lock *pgx.Conn) error {
 		s.src.opt.Observer.Standby(r)
 		return nil
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Severity != "FATAL" && pgErr.Severity != "PANIC" && !lock.IsClosed() {
+	if sampleRefused(err, lock.IsClosed()) {
 		if !s.sampleWarned {
 			s.sampleWarned = true
 			s.src.opt.Log.Warn("standby: sampling the replay lag failed; outboxrelay_standby_* keep their last values", "err", err)
@@ -665,6 +664,15 @@ func (s *stream) probeLock(ctx context.Context, lock *pgx.Conn) error {
 		return nil
 	}
 	return err
+}
+
+// sampleRefused: the server answered the replay sample with an ERROR on
+// a connection still open, which therefore still holds the lock; a FATAL
+// or PANIC ends the session (and the lock with it), and any other error
+// (the network, a timeout) leaves the connection's state unknown.
+func sampleRefused(err error, closed bool) bool {
+	var pgErr *pgconn.PgError
+	return !closed && errors.As(err, &pgErr) && pgErr.Severity != "FATAL" && pgErr.Severity != "PANIC"
 }
 
 func (s *stream) lockLost() error {
