@@ -12,7 +12,7 @@ import (
 // SourceOptions.Observer may be nil.
 //
 // Every method must be cheap (an atomic add or store: some run once per
-// event); all run on the stream's goroutine.
+// event); all but Standby run on the stream's goroutine.
 type Observer interface {
 	// Skipped: a row or message was deliberately not yielded; reason is
 	// one of truncate, other_table, logical_message.
@@ -31,6 +31,11 @@ type Observer interface {
 	// preflight passed), StateSnapshot or StateStreaming
 	// (START_REPLICATION sent). The relay reports retrying and stopped.
 	State(state capture.State)
+	// Standby: a hot standby's replay and the slot's state, sampled when
+	// a session on a standby opens (on the opening goroutine) and then
+	// every StandbyPoll by the failover lock's watcher (its own
+	// goroutine), on the lock's connection.
+	Standby(r StandbyReplay)
 }
 
 // nopObserver is the Observer of a source given none.
@@ -41,3 +46,4 @@ func (nopObserver) Received(_, _ capture.LSN) {}
 func (nopObserver) Confirmed(capture.LSN)     {}
 func (nopObserver) Pending(time.Time)         {}
 func (nopObserver) State(capture.State)       {}
+func (nopObserver) Standby(StandbyReplay)     {}

@@ -198,6 +198,11 @@ func (s Settings) failoverFinding() Finding {
 		Err: fmt.Errorf("preflight: %w: slot.failover=true needs PostgreSQL 17 or newer, the server is %s (server_version_num %d): set slot.failover=false, or upgrade", ErrServerVersion, s.Version, s.VersionNum)}
 }
 
+// slotInvalidatedSQL is Slot.Invalidated read from pg_replication_slots s:
+// invalidation_reason on 17+, conflicting on 16 (through to_jsonb, which
+// yields NULL for a column the server does not have), "" when valid.
+const slotInvalidatedSQL = `coalesce(to_jsonb(s)->>'invalidation_reason', CASE WHEN (to_jsonb(s)->>'conflicting')::bool THEN 'conflicting with recovery' ELSE '' END)`
+
 // InspectSlot reads the slot's row from pg_replication_slots.
 func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 	var s Slot
@@ -208,7 +213,7 @@ func InspectSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error)
 	// to_jsonb, which yields NULL (false) on older servers.
 	err := conn.QueryRow(ctx, `SELECT plugin, database, temporary, active, active_pid, confirmed_flush_lsn::text, wal_status,
 		coalesce((to_jsonb(s)->>'failover')::bool, false), coalesce((to_jsonb(s)->>'synced')::bool, false),
-		coalesce(to_jsonb(s)->>'invalidation_reason', CASE WHEN (to_jsonb(s)->>'conflicting')::bool THEN 'conflicting with recovery' ELSE '' END)
+		`+slotInvalidatedSQL+`
 		FROM pg_replication_slots s WHERE slot_name = $1`, name).
 		Scan(&s.Plugin, &s.Database, &s.Temporary, &s.Active, &pid, &flush, &wal, &s.Failover, &s.Synced, &s.Invalidated)
 	if errors.Is(err, pgx.ErrNoRows) {

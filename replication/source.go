@@ -176,6 +176,15 @@ func (s *Source) open(ctx context.Context, known capture.Known) (_ *stream, err 
 	if st.srv, err = Preflight(ctx, conn, cfg, log); err != nil {
 		return nil, err
 	}
+	if st.srv.InRecovery {
+		// Once here, so that a slot the server invalidated is reported
+		// before Decide refuses it (the relay then stops).
+		r, err := ReadReplay(ctx, conn, cfg.Slot)
+		if err != nil {
+			return nil, err
+		}
+		s.opt.Observer.Standby(r)
+	}
 	sys, err := pglogrepl.IdentifySystem(ctx, repl)
 	if err != nil {
 		return nil, fmt.Errorf("IDENTIFY_SYSTEM: %w", err)

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -57,4 +58,50 @@ func nudgeStandby(ctx context.Context, conn *pgx.Conn, log *slog.Logger) {
 		case <-tick.C:
 		}
 	}
+}
+
+// StandbyReplay is a hot standby's replay state and the slot's, as
+// ReadReplay samples it. While replay is paused or behind, the relay's own
+// lag (outboxrelay_replication_lag_*) stays 0: nothing reaches the slot to
+// be late. This is what shows it.
+type StandbyReplay struct {
+	// InRecovery is pg_is_in_recovery(); false after a promotion, when
+	// the lags are 0.
+	InRecovery bool
+	// LagBytes is pg_last_wal_receive_lsn() − pg_last_wal_replay_lsn():
+	// WAL the standby received and has not replayed, so the slot cannot
+	// decode it yet.
+	LagBytes uint64
+	// LagSeconds is now − pg_last_xact_replay_timestamp() while received
+	// WAL waits for replay (LagBytes > 0), else 0: how old the last
+	// replayed commit is, the age of what the slot can decode.
+	LagSeconds float64
+	// SlotInvalidated is the slot's Slot.Invalidated ("" when valid or
+	// when the slot does not exist yet).
+	SlotInvalidated string
+}
+
+// replaySQL samples StandbyReplay in one round trip, with no lock and no
+// snapshot of a table (pg_replication_slots reads shared memory), so the
+// standby's replay never waits for it.
+const replaySQL = `SELECT pg_is_in_recovery(),
+	coalesce(greatest(pg_last_wal_receive_lsn() - pg_last_wal_replay_lsn(), 0), 0)::float8,
+	CASE WHEN pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()
+		THEN coalesce(greatest(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0), 0) ELSE 0 END::float8,
+	coalesce((SELECT ` + slotInvalidatedSQL + ` FROM pg_replication_slots s WHERE slot_name = $1), '')`
+
+// ReadReplay samples the standby's replay lag and the slot's invalidation
+// on conn (any connection to the standby).
+func ReadReplay(ctx context.Context, conn *pgx.Conn, slot string) (StandbyReplay, error) {
+	var r StandbyReplay
+	var bytes float64
+	if err := conn.QueryRow(ctx, replaySQL, slot).Scan(&r.InRecovery, &bytes, &r.LagSeconds, &r.SlotInvalidated); err != nil {
+		return r, fmt.Errorf("reading the standby's replay lag: %w", err)
+	}
+	if r.InRecovery {
+		r.LagBytes = uint64(bytes)
+	} else {
+		r.LagSeconds = 0
+	}
+	return r, nil
 }

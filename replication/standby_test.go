@@ -2,8 +2,12 @@ package replication
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/postgres"
 )
@@ -56,6 +60,28 @@ func TestStandbyFinding(t *testing.T) {
 	for _, f := range (Settings{VersionNum: 170006, WALLevel: "logical", Replication: true}).Findings(withPrimary) {
 		if f.Name == "hot standby" {
 			t.Errorf("a primary has a hot standby finding: %+v", f)
+		}
+	}
+}
+
+// TestSampleRefused: a replay sample the server refused with an ERROR on
+// an open connection keeps the failover lock; a FATAL, a closed
+// connection or a network error counts as the lost lock a failed ping
+// was.
+func TestSampleRefused(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		err    error
+		closed bool
+		want   bool
+	}{
+		{"statement timeout", fmt.Errorf("reading the standby's replay lag: %w", &pgconn.PgError{Severity: "ERROR", Code: "57014"}), false, true},
+		{"recovery conflict, connection ended", &pgconn.PgError{Severity: "FATAL", Code: "40001"}, false, false},
+		{"error, then the connection closed", &pgconn.PgError{Severity: "ERROR", Code: "57014"}, true, false},
+		{"network", fmt.Errorf("reading the standby's replay lag: %w", io.ErrUnexpectedEOF), false, false},
+	} {
+		if got := sampleRefused(c.err, c.closed); got != c.want {
+			t.Errorf("%s: sampleRefused = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -66,6 +66,9 @@ type stream struct {
 	// message's own transaction (its Row, then its Commit).
 	alone     int
 	walReport bool // a keepalive's WAL end waits to be reported, once the relay applied it
+	// sampleWarned: the lock watcher logged a failed replay sample (its
+	// own field: only the watcher reads and writes it).
+	sampleWarned bool
 }
 
 func newStream(src *Source, conn *pgx.Conn, repl *pgconn.PgConn) *stream {
@@ -605,7 +608,8 @@ func endCopy(ctx context.Context, conn *pgconn.PgConn) error {
 // watchLock checks the failover lock's connection every poll while the
 // stream lives; when it fails, the receive in progress is cancelled and
 // the stream's next call returns ErrLockLost. The watcher is the only user
-// of lock meanwhile.
+// of lock meanwhile. On a hot standby (the lock lives there, with the
+// slot) its check is the replay sample the Observer gets (see probeLock).
 func (s *stream) watchLock(lock *pgx.Conn, poll time.Duration) {
 	wctx, done := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -620,7 +624,7 @@ func (s *stream) watchLock(lock *pgx.Conn, poll time.Duration) {
 			case <-t.C:
 			}
 			pctx, cancel := context.WithTimeout(wctx, 5*time.Second)
-			err := lock.Ping(pctx)
+			err := s.probeLock(pctx, lock)
 			cancel()
 			if err != nil && wctx.Err() == nil {
 				lost := fmt.Errorf("%w: its connection failed: %w", ErrLockLost, err)
@@ -635,6 +639,40 @@ func (s *stream) watchLock(lock *pgx.Conn, poll time.Duration) {
 		}
 	}()
 	s.stopWatch = func() { done(); <-stopped; s.stopWatch = func() {} }
+}
+
+// probeLock is the watcher's check of the lock's connection: a ping on a
+// primary; on a hot standby ReadReplay, whose sample goes to the Observer
+// (the connection the relay already keeps open there, so sampling costs
+// no connection of its own). A sample the server refused while the
+// connection stays open (an ERROR, not FATAL) leaves the lock held: it is
+// logged once and the connection counts as alive.
+func (s *stream) probeLock(ctx context.Context, lock *pgx.Conn) error {
+	if !s.srv.InRecovery {
+		return lock.Ping(ctx)
+	}
+	r, err := ReadReplay(ctx, lock, s.cfg.Slot)
+	if err == nil {
+		s.src.opt.Observer.Standby(r)
+		return nil
+	}
+	if sampleRefused(err, lock.IsClosed()) {
+		if !s.sampleWarned {
+			s.sampleWarned = true
+			s.src.opt.Log.Warn("standby: sampling the replay lag failed; outboxrelay_standby_* keep their last values", "err", err)
+		}
+		return nil
+	}
+	return err
+}
+
+// sampleRefused: the server answered the replay sample with an ERROR on
+// a connection still open, which therefore still holds the lock; a FATAL
+// or PANIC ends the session (and the lock with it), and any other error
+// (the network, a timeout) leaves the connection's state unknown.
+func sampleRefused(err error, closed bool) bool {
+	var pgErr *pgconn.PgError
+	return !closed && errors.As(err, &pgErr) && pgErr.Severity != "FATAL" && pgErr.Severity != "PANIC"
 }
 
 func (s *stream) lockLost() error {

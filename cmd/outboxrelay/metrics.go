@@ -39,6 +39,11 @@ type metrics struct {
 	janitorDeleted prometheus.Counter
 	pollStuck      prometheus.Gauge
 	stateGauge     *prometheus.GaugeVec
+	// The hot standby's replay and the slot's invalidation there, set by
+	// Standby from the failover lock's watcher; 0 on a primary.
+	replayLagBytes   prometheus.Gauge
+	replayLagSeconds prometheus.Gauge
+	slotInvalidated  prometheus.Gauge
 
 	events    atomic.Uint64 // records published, for the progress line's rate
 	confirmed atomic.Uint64 // capture.LSN
@@ -92,6 +97,9 @@ func newMetrics(st *status, inFlight func() (int, int64)) *metrics {
 	m.snapshotActive = f.gauge("outboxrelay_snapshot_running", "1 while an initial snapshot runs.")
 	m.janitorDeleted = f.counter("outboxrelay_janitor_deleted_rows_total", "Outbox rows deleted by the clean-up janitor (outbox.retention.ms).")
 	m.pollStuck = f.gauge("outboxrelay_poll_stuck_rows", "Poll mode: outbox rows undispatched for longer than outbox.poll.stuck.after.ms.")
+	m.replayLagBytes = f.gauge("outboxrelay_standby_replay_lag_bytes", "Decoding on a hot standby: WAL it received and has not replayed (pg_last_wal_receive_lsn() - pg_last_wal_replay_lsn()), sampled every second; 0 on a primary.")
+	m.replayLagSeconds = f.gauge("outboxrelay_standby_replay_lag_seconds", "Decoding on a hot standby: now - pg_last_xact_replay_timestamp() while received WAL waits for replay, else 0; sampled every second; 0 on a primary.")
+	m.slotInvalidated = f.gauge("outboxrelay_standby_slot_invalidated", "Decoding on a hot standby: 1 when the server invalidated the relay's slot there (invalidation_reason on 17+, conflicting on 16); the relay stops right after.")
 	m.stateGauge = f.gaugeVec("outboxrelay_state", "1 for the relay's current state, 0 for the others.", "state")
 	for _, s := range capture.States() {
 		m.stateGauge.WithLabelValues(string(s))
@@ -238,6 +246,13 @@ func (m *metrics) State(s capture.State) {
 	}
 	m.stateGauge.WithLabelValues(string(s)).Set(1)
 	m.snapshotActive.Set(boolFloat(s == capture.StateSnapshot))
+}
+
+// Standby implements replication.Observer.
+func (m *metrics) Standby(r replication.StandbyReplay) {
+	m.replayLagBytes.Set(float64(r.LagBytes))
+	m.replayLagSeconds.Set(r.LagSeconds)
+	m.slotInvalidated.Set(boolFloat(r.SlotInvalidated != ""))
 }
 
 // SnapshotProgress implements replication.Observer.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outboxrelay/outboxrelay/capture"
+	"github.com/outboxrelay/outboxrelay/replication"
 )
 
 // TestMetricsWiring: what the observers report shows up as the documented
@@ -36,6 +37,7 @@ func TestMetricsWiring(t *testing.T) {
 	m.State(capture.StateRetrying)
 	m.State(capture.StateStreaming)
 	m.SnapshotProgress(42, true)
+	m.Standby(replication.StandbyReplay{InRecovery: true, LagBytes: 4096, LagSeconds: 2.5, SlotInvalidated: "rows_removed"})
 
 	for _, c := range []struct {
 		name string
@@ -53,6 +55,9 @@ func TestMetricsWiring(t *testing.T) {
 		{"state retrying", testutil.ToFloat64(m.stateGauge.WithLabelValues("retrying")), 0},
 		{"snapshot rows", testutil.ToFloat64(m.snapshotRows), 42},
 		{"lag bytes", float64(m.lagBytes()), 0x600},
+		{"standby replay lag bytes", testutil.ToFloat64(m.replayLagBytes), 4096},
+		{"standby replay lag seconds", testutil.ToFloat64(m.replayLagSeconds), 2.5},
+		{"standby slot invalidated", testutil.ToFloat64(m.slotInvalidated), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -102,6 +107,7 @@ func TestMetricsWiring(t *testing.T) {
 		"outboxrelay_kafka_produce_errors_total", "outboxrelay_reconnects_total", "outboxrelay_rows_skipped_total",
 		"outboxrelay_dead_lettered_total", "outboxrelay_snapshot_rows", "outboxrelay_snapshot_running",
 		"outboxrelay_janitor_deleted_rows_total", "outboxrelay_state", "outboxrelay_ready", "go_goroutines", "process_cpu_seconds_total",
+		"outboxrelay_standby_replay_lag_bytes", "outboxrelay_standby_replay_lag_seconds", "outboxrelay_standby_slot_invalidated",
 	}
 	families, err := m.reg.Gather()
 	if err != nil {

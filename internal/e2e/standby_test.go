@@ -55,16 +55,14 @@ func standbyConfig(t *testing.T, p pgPair, name string, extra map[string]string)
 // primary: the slot is created on the standby within 5 s of the relay's
 // start (pg_log_standby_snapshot() through database.primary.hostname),
 // the primary has no logical walsender, heartbeat.action.query writes on
-// the primary; the standby's replay is paused and resumed, then the standby
+// the primary; the standby's replay is paused (the relay's
+// outboxrelay_standby_replay_lag_bytes and _seconds above 0 on /metrics
+// meanwhile, back to 0 once replayed) and resumed, then the standby
 // promoted mid-stream and loaded as the new primary: no event missing,
 // order by id kept (outboxrelay verify). Before, preflight did not know
 // standbys: the slot took 19.9 s (the next running-xacts record) and
 // heartbeat.action.query failed on the read-only standby.
-func TestStandbyDecode(t *testing.T) {
-	for _, major := range testbed.StandbyMajors() {
-		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbyDecode(t, major) })
-	}
-}
+func TestStandbyDecode(t *testing.T) { testbed.EachStandbyMajor(t, testStandbyDecode) }
 
 func testStandbyDecode(t *testing.T, major int) {
 	loadFor, pauseFor := standbyDurations(t)
@@ -80,8 +78,9 @@ func testStandbyDecode(t *testing.T, major int) {
 
 	checkStandby(t, cfg, standby, p.standby.Port)
 	started := time.Now()
-	r := startRelay(t, cfg)
+	r := startRelayHTTP(t, cfg)
 	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	addr := r.httpAddr(t, 10*time.Second)
 	created := time.Since(started)
 	t.Logf("PostgreSQL %d: the relay's slot on the standby active %s after the relay started (idle primary)", major, created.Round(time.Millisecond))
 	if created > 5*time.Second {
@@ -98,10 +97,17 @@ func testStandbyDecode(t *testing.T, major int) {
 	time.Sleep(loadFor / 2)
 	sp.PauseReplay(t, standby)
 	paused := time.Now()
-	time.Sleep(pauseFor)
+	// The relay's own lag stays 0 meanwhile (nothing reaches the slot);
+	// its standby gauges, sampled every second, show the pause.
+	waitMetric(t, addr, "outboxrelay_standby_replay_lag_bytes", pauseFor+5*time.Second, func(v float64) bool { return v > 0 })
+	waitMetric(t, addr, "outboxrelay_standby_replay_lag_seconds", pauseFor+5*time.Second, func(v float64) bool { return v > 0 })
+	time.Sleep(time.Until(paused.Add(pauseFor)))
 	lag := replayLagBytes(t, admin)
+	metricBytes := metric(t, addr, "outboxrelay_standby_replay_lag_bytes")
+	metricSeconds := metric(t, addr, "outboxrelay_standby_replay_lag_seconds")
 	sp.ResumeReplay(t, standby)
-	t.Logf("replay paused %s under load: the standby's replay %d bytes behind the primary (pg_stat_replication)", time.Since(paused).Round(time.Millisecond), lag)
+	t.Logf("replay paused %s under load: the standby's replay %d bytes behind the primary (pg_stat_replication); the relay reported outboxrelay_standby_replay_lag_bytes %.0f, _seconds %.1f",
+		time.Since(paused).Round(time.Millisecond), lag, metricBytes, metricSeconds)
 	if lag <= 0 {
 		t.Errorf("replay paused: lag %d bytes; want it visible", lag)
 	}
@@ -109,6 +115,10 @@ func testStandbyDecode(t *testing.T, major int) {
 	close(stop)
 	committed := ids()
 	sp.WaitReplayed(t, admin, standby, 60*time.Second)
+	waitMetric(t, addr, "outboxrelay_standby_replay_lag_bytes", 30*time.Second, func(v float64) bool { return v == 0 })
+	if v := metric(t, addr, "outboxrelay_standby_slot_invalidated"); v != 0 {
+		t.Errorf("outboxrelay_standby_slot_invalidated = %v with a valid slot; want 0", v)
+	}
 
 	var beats int64
 	if err := admin.QueryRow(context.Background(), `SELECT coalesce(max(beats), 0) FROM public.heartbeat`).Scan(&beats); err != nil {
@@ -137,13 +147,53 @@ func testStandbyDecode(t *testing.T, major int) {
 	if beats == 0 {
 		t.Errorf("heartbeat.action.query never ran on the primary")
 	}
+	verifyByID(t, cfg)
+	if strings.Contains(r.log(), "level=ERROR") {
+		t.Errorf("the relay logged errors:\n%s", r.logTail(40))
+	}
+}
+
+// standbyRun is a standby pair with an outbox (named name) and a relay
+// decoding on the standby, its slot there active.
+type standbyRun struct {
+	sp             *testbed.StandbyPair
+	p              pgPair
+	admin, standby *pgx.Conn // superuser connections to the primary and the standby
+	name, cfg      string
+	r              *relayProc
+}
+
+// startStandbyRun starts a PostgreSQL major pair, an outbox named prefix
+// with the major and a number, and the relay on the standby.
+func startStandbyRun(t *testing.T, major int, prefix string) *standbyRun {
+	t.Helper()
+	sp := testbed.StartStandbyPair(t, major, "", "")
+	run := &standbyRun{sp: sp, p: pgPair{primary: sp.Primary, standby: sp.Standby},
+		name: fmt.Sprintf("%s%d_%d", prefix, major, time.Now().UnixNano()%1e9)}
+	run.admin, run.standby = pairConn(t, sp.Primary.Port), pairConn(t, sp.Standby.Port)
+	run.p.outbox(t, run.admin, run.name)
+	sp.WaitReplayed(t, run.admin, run.standby, 30*time.Second)
+	run.cfg = standbyConfig(t, run.p, run.name, nil)
+	run.r = startRelay(t, run.cfg)
+	testbed.WaitSlotActive(t, run.standby, run.name, 60*time.Second)
+	return run
+}
+
+// verifyByID runs outboxrelay verify --order-by id on cfg's outbox: every
+// row in Kafka, in id order per aggregate.
+func verifyByID(t *testing.T, cfg string) {
+	t.Helper()
 	report, err := osexec.Command(relayBinary, "verify", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--order-by", "id", "--timeout", "2m").CombinedOutput()
 	if err != nil {
 		t.Errorf("outboxrelay verify: %v\n%s", err, report)
 	}
-	if strings.Contains(r.log(), "level=ERROR") {
-		t.Errorf("the relay logged errors:\n%s", r.logTail(40))
-	}
+}
+
+// startRelayHTTP is startRelay serving /metrics on a port the kernel
+// picks (relayProc.httpAddr reads it).
+func startRelayHTTP(t *testing.T, cfg string) *relayProc {
+	t.Helper()
+	return startProcess(t, "relay", nil, relayBinary, "run", "--config", cfg, "--kafka-brokers", testbed.KafkaBrokers(t), "--log-format", "text", "--http-addr", "127.0.0.1:0")
 }
 
 // replayLagBytes is how far the standby's replay is behind the primary's
@@ -157,6 +207,49 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 	return lag
 }
 
+// TestStandbyRestart: on PostgreSQL 16, 17 and 18 the hot standby the
+// relay decodes on is restarted (pg_ctl restart -m fast) while a loader
+// commits on the primary: the relay loses its session and its failover
+// lock's connection with the server, reconnects when the standby is back
+// and resumes from the slot; no event missing, order by id kept
+// (outboxrelay verify), the slot created once.
+func TestStandbyRestart(t *testing.T) { testbed.EachStandbyMajor(t, testStandbyRestart) }
+
+func testStandbyRestart(t *testing.T, major int) {
+	run := startStandbyRun(t, major, "rst")
+	sp, p, admin, name, cfg, r := run.sp, run.p, run.admin, run.name, run.cfg, run.r
+	stop := make(chan struct{})
+	ids := loadPrimary(pairConn(t, p.primary.Port), stop)
+	time.Sleep(1500 * time.Millisecond)
+	restarting := time.Now()
+	sp.Standby.Restart(t)
+	back := time.Now()
+	standby := pairConn(t, p.standby.Port) // the old connection went with the server
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	active := time.Since(back)
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	committed := ids()
+	sp.WaitReplayed(t, admin, standby, 60*time.Second)
+	miss, records := missing(t, admin, name+".orders", 60*time.Second)
+	log := r.log()
+	t.Logf("PostgreSQL %d: the standby restarted in %s; the relay's slot active again %s after it was back; %d rows committed on the primary, %d records, %d missing; %d failed sessions retried",
+		major, back.Sub(restarting).Round(10*time.Millisecond), active.Round(10*time.Millisecond), len(committed), records, len(miss), strings.Count(log, "session failed, retrying"))
+	if r.exited() {
+		t.Fatalf("the relay exited (%v) after the standby's restart; log:\n%s", r.waitErr, r.logTail(30))
+	}
+	if len(miss) > 0 {
+		t.Errorf("%d events missing, e.g. %v\nrelay log:\n%s", len(miss), miss[:min(len(miss), 10)], r.logTail(30))
+	}
+	if !strings.Contains(log, "session failed, retrying") {
+		t.Errorf("the relay never lost its session while the standby restarted; log:\n%s", r.logTail(30))
+	}
+	if n := strings.Count(log, "replication slot created"); n != 1 {
+		t.Errorf("the relay created the slot %d times; want once", n)
+	}
+	verifyByID(t, cfg)
+}
+
 // TestStandbySlotInvalidated: the relay decodes on a PostgreSQL 16, 17 and
 // 18 standby while rows are committed on the primary; wal_level is lowered
 // to replica on the primary and the primary restarted, which invalidates
@@ -165,21 +258,12 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 // again; every event committed before the change was published. Before,
 // the invalidated slot was reported as a failed START_REPLICATION only.
 func TestStandbySlotInvalidated(t *testing.T) {
-	for _, major := range testbed.StandbyMajors() {
-		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbySlotInvalidated(t, major) })
-	}
+	testbed.EachStandbyMajor(t, testStandbySlotInvalidated)
 }
 
 func testStandbySlotInvalidated(t *testing.T, major int) {
-	sp := testbed.StartStandbyPair(t, major, "", "")
-	p := pgPair{primary: sp.Primary, standby: sp.Standby}
-	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
-	name := fmt.Sprintf("inv%d_%d", major, time.Now().UnixNano()%1e9)
-	p.outbox(t, admin, name)
-	sp.WaitReplayed(t, admin, standby, 30*time.Second)
-	cfg := standbyConfig(t, p, name, nil)
-	r := startRelay(t, cfg)
-	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	run := startStandbyRun(t, major, "inv")
+	sp, p, admin, standby, name, r := run.sp, run.p, run.admin, run.standby, run.name, run.r
 	stop := make(chan struct{})
 	ids := loadPrimary(pairConn(t, p.primary.Port), stop)
 	time.Sleep(2 * time.Second)

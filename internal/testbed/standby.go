@@ -18,6 +18,13 @@ import (
 // a logical slot (16+) and the bed installs.
 func StandbyMajors() []int { return []int{16, 17, 18} }
 
+// EachStandbyMajor runs test as a subtest pgN for each of StandbyMajors.
+func EachStandbyMajor(t *testing.T, test func(t *testing.T, major int)) {
+	for _, major := range StandbyMajors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { test(t, major) })
+	}
+}
+
 // ServerBinDir is the directory of PostgreSQL major's initdb, pg_ctl and
 // postgres: the bed's own when it runs that major, else the embedded
 // binaries scripts/devenv unpacks under OUTBOXRELAY_PG_BINARIES (default
