@@ -135,7 +135,11 @@ func testStandbyDecode(t *testing.T, major int) {
 	time.Sleep(2 * time.Second)
 	close(stopAfter)
 	onPromoted := after()
-	t.Logf("the slot's walsender on the standby: pid %d before the promotion, %d %s after it", before, walsender(), time.Since(promoted).Round(10*time.Millisecond))
+	afterPid := walsender()
+	t.Logf("the slot's walsender on the standby: pid %d before the promotion, %d %s after it", before, afterPid, time.Since(promoted).Round(10*time.Millisecond))
+	if before == 0 || afterPid != before {
+		t.Errorf("the slot's walsender: pid %d before the promotion, %d after it; want the same session streaming on", before, afterPid)
+	}
 	miss, records := missing(t, standby, name+".orders", 60*time.Second)
 	t.Logf("%d rows committed on the primary before the promotion, %d on the promoted standby, %d records; heartbeat.action.query ran %d times on the primary", len(committed), len(onPromoted), records, beats)
 	if len(onPromoted) == 0 {
@@ -282,6 +286,9 @@ func testStandbySlotInvalidated(t *testing.T, major int) {
 	_ = standby.QueryRow(context.Background(), `SELECT coalesce(to_jsonb(s)->>'invalidation_reason', (to_jsonb(s)->>'conflicting')) FROM pg_replication_slots s WHERE slot_name = $1`, name).Scan(&reason)
 	last := log[strings.LastIndex(strings.TrimSpace(log), "\n")+1:]
 	t.Logf("PostgreSQL %d: the slot's invalidation on the standby: %q; the relay exited %d: %s", major, reason, code, strings.TrimSpace(last))
+	if wantReason := map[bool]string{true: "true", false: "wal_level_insufficient"}[major == 16]; reason != wantReason {
+		t.Errorf("PostgreSQL %d: the slot's invalidation reads %q; want %q (wal_level lowered on the primary)", major, reason, wantReason)
+	}
 	want := "was invalidated by the server"
 	if code != 1 || !strings.Contains(log, want) || !strings.Contains(log, "wal_level") || !strings.Contains(log, "snapshot.mode=when_needed") {
 		t.Fatalf("the relay exited %d; want 1 with %q, the cause (wal_level) and the fix; log:\n%s", code, want, r.logTail(20))
