@@ -225,7 +225,7 @@ func (c *checker) postgres(ctx context.Context) {
 	} else {
 		c.st = startState{read: true, slot: slot}
 		c.slot(ctx, slot)
-		if cfg.SlotFailover && set.VersionNum >= 170000 {
+		if cfg.SlotFailover && set.VersionNum >= 170000 && !set.InRecovery {
 			c.failover(ctx, slot)
 		}
 	}
