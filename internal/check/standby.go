@@ -110,6 +110,9 @@ type primaryState struct {
 	walLevel string
 	snapshot bool    // EXECUTE on pg_log_standby_snapshot()
 	current  *string // pg_current_wal_lsn(), unless in recovery
+	// verified is VerifyPrimary's answer: nil when the primary is the
+	// standby's (only then are their WAL positions comparable).
+	verified error
 }
 
 // readPrimary connects to database.primary.hostname and reads it; the
@@ -130,13 +133,14 @@ func (c *checker) readPrimary(ctx context.Context) *primaryState {
 		return p
 	}
 	p.conn = conn
+	p.verified = c.pg.VerifyPrimary(ctx, c.conn, conn)
 	return p
 }
 
 // behind says how far the standby's replay is behind the primary's WAL.
 func (p *primaryState) behind(replayed *string) string {
-	if p.current == nil || replayed == nil {
-		return "the primary's WAL position is unknown (see the primary's lines)"
+	if p.conn == nil || p.verified != nil || p.current == nil || replayed == nil {
+		return "how far it is behind the primary's WAL is unknown (see the primary's lines)"
 	}
 	cur, err1 := capture.ParseLSN(*p.current)
 	rep, err2 := capture.ParseLSN(*replayed)
@@ -161,7 +165,7 @@ func (c *checker) reportPrimary(ctx context.Context, p *primaryState) {
 	defer p.conn.Close(context.Background())
 	c.expect(p.name+" connection", !p.recovery, c.pg.User+"@"+c.pg.Primary().Where()+", in recovery: "+fmt.Sprint(p.recovery),
 		"database.primary.hostname must name the primary, not another standby")
-	if err := c.pg.VerifyPrimary(ctx, c.conn, p.conn); err != nil {
+	if err := p.verified; err != nil {
 		c.fail(p.name+" system identifier", err.Error(), "set database.primary.hostname and database.primary.port to the server "+c.pg.Where()+" replicates from")
 	} else if id, err := postgres.SystemIdentifier(ctx, p.conn); err != nil {
 		c.fail(p.name+" system identifier", err.Error(), "")

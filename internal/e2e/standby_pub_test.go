@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -72,12 +74,7 @@ func TestStandbyPublication(t *testing.T) {
 // key, when the system identifiers differ. PostgreSQL 17, the "primary" an
 // unrelated private cluster.
 func TestStandbyWrongPrimary(t *testing.T) {
-	sp := testbed.StartStandbyPair(t, 17, "", "")
-	p := pgPair{primary: sp.Primary, standby: sp.Standby}
-	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
-	name := fmt.Sprintf("wp_%d", time.Now().UnixNano()%1e9)
-	p.outbox(t, admin, name)
-	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	p, _, standby, name := standbyOutbox(t, "wp")
 	other := testbed.StartPrivateClusterOf(t, 17, "wal_level = logical")
 	cfg := standbyConfig(t, p, name, map[string]string{"database.primary.port": fmt.Sprint(other.Port)})
 	hosts := []string{fmt.Sprintf("127.0.0.1:%d/postgres (database.primary.hostname)", other.Port), fmt.Sprintf("127.0.0.1:%d/postgres (database.hostname)", p.standby.Port)}
@@ -110,12 +107,7 @@ func TestStandbyWrongPrimary(t *testing.T) {
 // the replay line now reports how far replay is behind the primary's WAL
 // and the WAL receiver's status. PostgreSQL 17.
 func TestStandbyCheckRefusals(t *testing.T) {
-	sp := testbed.StartStandbyPair(t, 17, "", "")
-	p := pgPair{primary: sp.Primary, standby: sp.Standby}
-	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
-	name := fmt.Sprintf("cr_%d", time.Now().UnixNano()%1e9)
-	p.outbox(t, admin, name)
-	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	p, _, _, name := standbyOutbox(t, "cr")
 
 	out, code := runCheck(t, standbyConfig(t, p, name, nil))
 	for _, w := range []string{fmt.Sprintf("✓ standby 127.0.0.1:%d/postgres replay: ", p.standby.Port), "behind the primary's WAL (pg_current_wal_lsn() on the primary",
@@ -146,6 +138,19 @@ func TestStandbyCheckRefusals(t *testing.T) {
 	if line := checkLine(out, "✗ hot standby: "); !strings.Contains(r.log(), strings.TrimPrefix(line, "✗ hot standby: ")) {
 		t.Errorf("check's line %q is not run's refusal; run's log:\n%s", line, r.logTail(10))
 	}
+}
+
+// standbyOutbox starts a PostgreSQL 17 pair with the outbox table and a
+// publication named name made on the primary and replayed on the standby.
+func standbyOutbox(t *testing.T, prefix string) (p pgPair, admin, standby *pgx.Conn, name string) {
+	t.Helper()
+	sp := testbed.StartStandbyPair(t, 17, "", "")
+	p = pgPair{primary: sp.Primary, standby: sp.Standby}
+	admin, standby = pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
+	name = fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1e9)
+	p.outbox(t, admin, name)
+	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	return p, admin, standby, name
 }
 
 // checkLine is the line of check's output that starts with prefix.
