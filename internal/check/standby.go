@@ -139,7 +139,7 @@ func (c *checker) readPrimary(ctx context.Context) *primaryState {
 
 // behind says how far the standby's replay is behind the primary's WAL.
 func (p *primaryState) behind(replayed *string) string {
-	if p.conn == nil || p.verified != nil || p.current == nil || replayed == nil {
+	if p.err != nil || p.verified != nil || p.current == nil || replayed == nil {
 		return "how far it is behind the primary's WAL is unknown (see the primary's lines)"
 	}
 	cur, err1 := capture.ParseLSN(*p.current)

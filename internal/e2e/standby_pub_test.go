@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func TestStandbyWrongPrimary(t *testing.T) {
 // the replay line now reports how far replay is behind the primary's WAL
 // and the WAL receiver's status. PostgreSQL 17.
 func TestStandbyCheckRefusals(t *testing.T) {
-	p, _, _, name := standbyOutbox(t, "cr")
+	p, _, standby, name := standbyOutbox(t, "cr")
 
 	out, code := runCheck(t, standbyConfig(t, p, name, nil))
 	for _, w := range []string{fmt.Sprintf("✓ standby 127.0.0.1:%d/postgres replay: ", p.standby.Port), "behind the primary's WAL (pg_current_wal_lsn() on the primary",
@@ -138,6 +139,23 @@ func TestStandbyCheckRefusals(t *testing.T) {
 	if line := checkLine(out, "✗ hot standby: "); !strings.Contains(r.log(), strings.TrimPrefix(line, "✗ hot standby: ")) {
 		t.Errorf("check's line %q is not run's refusal; run's log:\n%s", line, r.logTail(10))
 	}
+
+	// The standby cut off from its primary: before, ✓ "replayed
+	// everything received".
+	testbed.AsPostgres(t, filepath.Join(p.primary.Bin, "pg_ctl"), "-D", p.primary.Data, "-w", "-t", "60", "-m", "fast", "stop")
+	waitFor(t, "the standby's WAL receiver to lose its primary", 60*time.Second, func() bool {
+		var streaming bool
+		err := standby.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE status = 'streaming') > 0 FROM pg_stat_wal_receiver`).Scan(&streaming)
+		return err == nil && !streaming
+	})
+	out, code = runCheck(t, standbyConfig(t, p, name, nil))
+	for _, w := range []string{fmt.Sprintf("✗ standby 127.0.0.1:%d/postgres WAL receiver: ", p.standby.Port), "the standby receives no WAL from its primary",
+		fmt.Sprintf("✗ primary 127.0.0.1:%d/postgres connection", p.primary.Port)} {
+		if code == 0 || !strings.Contains(out, w) {
+			t.Fatalf("check with the primary stopped: exit %d; want a failure with %q in:\n%s", code, w, out)
+		}
+	}
+	t.Logf("check with the primary stopped:\n%s", out)
 }
 
 // standbyOutbox starts a PostgreSQL 17 pair with the outbox table and a
