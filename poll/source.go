@@ -109,7 +109,7 @@ func (s *Source) Open(ctx context.Context, known capture.Known) (_ capture.Strea
 			conn.Close(context.Background())
 		}
 	}()
-	if err := refuseStandby(ctx, conn, s.pg); err != nil {
+	if err := RefuseStandby(ctx, conn, s.pg); err != nil {
 		return nil, err
 	}
 	names, err := postgres.IncludedTables(ctx, conn, s.pg)
@@ -147,9 +147,11 @@ func (s *Source) state(st capture.State) { s.opt.Observer.State(st) }
 // ErrStandby: poll mode pointed at a hot standby. Not retried.
 var ErrStandby = errors.New("poll mode: database.hostname is a hot standby")
 
-// refuseStandby: poll mode marks every row it sends (UPDATE … SET
-// dispatched), which a read-only hot standby cannot do.
-func refuseStandby(ctx context.Context, conn *pgx.Conn, pg *postgres.Config) error {
+// RefuseStandby returns an error wrapping ErrStandby when conn is a hot
+// standby: poll mode marks every row it sends (UPDATE … SET dispatched),
+// which a read-only standby cannot do. Open and check both ask it, so
+// check's line is run's refusal.
+func RefuseStandby(ctx context.Context, conn *pgx.Conn, pg *postgres.Config) error {
 	var standby bool
 	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
 		return fmt.Errorf("poll mode: pg_is_in_recovery(): %w", err)

@@ -142,7 +142,8 @@ func (j *Janitor) Round(ctx context.Context) (int64, error) {
 
 // writer is the connection the deletes run on: conn, or when conn is a
 // hot standby (decoding there, database.primary.hostname set) a new
-// connection to the primary. After a promotion conn is the primary again.
+// connection to the primary, once its system identifier is the standby's.
+// After a promotion conn is the primary again.
 func (j *Janitor) writer(ctx context.Context, conn *pgx.Conn) (*pgx.Conn, error) {
 	if j.PG.Primary() == nil {
 		return conn, nil
@@ -154,7 +155,11 @@ func (j *Janitor) writer(ctx context.Context, conn *pgx.Conn) (*pgx.Conn, error)
 	if !standby {
 		return conn, nil
 	}
-	w, err := j.PG.Primary().Connect(ctx)
+	// The rule compares the standby slot's position with the writer's WAL
+	// position: only within one cluster is that meaningful, so a
+	// database.primary.hostname of another cluster (ErrNotThePrimary) gets
+	// no DELETE.
+	w, err := j.PG.ConnectPrimary(ctx, conn)
 	if err != nil {
 		return nil, fmt.Errorf("janitor: database.hostname is a hot standby; the deletes go to database.primary.hostname: %w", err)
 	}

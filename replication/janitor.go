@@ -48,9 +48,9 @@ func JanitorRule(cfg *Config, j postgres.JanitorConfig) postgres.JanitorRule {
 		}}
 }
 
-// errNotConfirmed: the slot did not confirm past the batch's snapshot in
+// ErrNotConfirmed: the slot did not confirm past the batch's snapshot in
 // time; nothing was deleted.
-var errNotConfirmed = errors.New("the slot has not confirmed past the batch's snapshot yet")
+var ErrNotConfirmed = errors.New("the slot has not confirmed past the batch's snapshot yet")
 
 // waitSnapshotConfirmed reads the WAL insert position in tx's snapshot
 // and waits, at most wait, until the slot (on source: tx's server, or the
@@ -75,7 +75,7 @@ func waitConfirmed(ctx context.Context, source postgres.Querier, slot string, w 
 		var text *string
 		err := source.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&text)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && text == nil) {
-			return fmt.Errorf("janitor: slot %q does not exist or has no confirmed position: %w", slot, errNotConfirmed)
+			return fmt.Errorf("janitor: slot %q does not exist or has no confirmed position: %w", slot, ErrNotConfirmed)
 		}
 		if err != nil {
 			return fmt.Errorf("janitor: reading slot %q: %w", slot, err)
@@ -88,7 +88,7 @@ func waitConfirmed(ctx context.Context, source postgres.Querier, slot string, w 
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("janitor: slot %q confirmed %s, the batch needs %s: %w", slot, c, w, errNotConfirmed)
+			return fmt.Errorf("janitor: slot %q confirmed %s, the batch needs %s: %w", slot, c, w, ErrNotConfirmed)
 		}
 		select {
 		case <-ctx.Done():

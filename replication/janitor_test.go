@@ -2,9 +2,11 @@ package replication_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,8 +40,8 @@ func TestJanitorDeletesOnlyConfirmed(t *testing.T) {
 	j := testJanitor(t, table, slot, time.Second)
 	ctx := context.Background()
 	deleted, err := j.Round(ctx)
-	if err == nil || deleted != 0 {
-		t.Fatalf("with the slot behind the rows: deleted %d, err %v; want nothing deleted and errNotConfirmed", deleted, err)
+	if !errors.Is(err, replication.ErrNotConfirmed) || deleted != 0 {
+		t.Fatalf("with the slot behind the rows: deleted %d, err %v; want nothing deleted and ErrNotConfirmed", deleted, err)
 	}
 	if got := countRows(t, admin, table); got != 3 {
 		t.Fatalf("%d rows left, want all 3 while the slot has not confirmed them", got)
@@ -183,8 +185,12 @@ func TestJanitorOnStandby(t *testing.T) {
 			j := &postgres.Janitor{Cfg: jc, PG: &pcfg.Config, Rule: replication.JanitorRule(&pcfg, jc),
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Active: func() bool { return true }}
 			ctx := context.Background()
-			if deleted, err := j.Round(ctx); err == nil || deleted != 0 || countRows(t, primary, "outbox") != 3 {
-				t.Fatalf("with the standby's slot behind the rows: deleted %d, err %v; want nothing deleted and errNotConfirmed", deleted, err)
+			// i30-review finding 11: this step accepted any error, so a
+			// DELETE refused on the read-only standby, or a refused
+			// connection to the primary, passed it too.
+			deleted, err := j.Round(ctx)
+			if !errors.Is(err, replication.ErrNotConfirmed) || strings.Contains(err.Error(), "read-only") || deleted != 0 || countRows(t, primary, "outbox") != 3 {
+				t.Fatalf("with the standby's slot behind the rows: deleted %d, err %v; want nothing deleted and ErrNotConfirmed", deleted, err)
 			}
 			// The slot on the standby follows its replay, as under a relay
 			// that keeps up.
@@ -197,7 +203,7 @@ func TestJanitorOnStandby(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 				}
 			}()
-			deleted, err := j.Round(ctx)
+			deleted, err = j.Round(ctx)
 			<-done
 			if err != nil || deleted != 2 {
 				t.Fatalf("after the standby's slot confirmed the rows: deleted %d, err %v; want the 2 old rows, on the primary", deleted, err)
@@ -206,6 +212,52 @@ func TestJanitorOnStandby(t *testing.T) {
 			if err := primary.QueryRow(ctx, `SELECT string_agg(payload, ',') FROM public.outbox`).Scan(&left); err != nil || left != "young" {
 				t.Fatalf("rows left on the primary %q (%v); want only the young one", left, err)
 			}
+			janitorWrongPrimary(t, major, pcfg, jc, standby)
 		})
 	}
+}
+
+// janitorWrongPrimary: i30-review finding 7. database.primary.hostname
+// naming a cluster other than the standby's (a config copied from another
+// shard) got the janitor's DELETEs: its rule compared the standby slot's
+// position with that cluster's unrelated WAL position, and the slot, far
+// ahead of a fresh cluster's WAL, let it delete rows no relay of that
+// cluster had published. Now the round refuses, naming both hosts, and
+// deletes nothing.
+func janitorWrongPrimary(t *testing.T, major int, pcfg replication.Config, jc postgres.JanitorConfig, standby *pgx.Conn) {
+	t.Helper()
+	other := testbed.StartPrivateClusterOf(t, major, "")
+	oc, err := pgx.Connect(context.Background(), other.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { oc.Close(context.Background()) })
+	testbed.Exec(t, oc, `CREATE TABLE public.outbox (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), payload text)`,
+		`INSERT INTO public.outbox (created_at, payload) VALUES (now() - interval '1 hour', 'other1'), (now() - interval '1 hour', 'other2')`)
+	// The standby's slot is past the fresh cluster's WAL: without the
+	// check, the rule would let the DELETE through.
+	var ahead bool
+	var w, c string
+	if err := oc.QueryRow(context.Background(), `SELECT pg_current_wal_insert_lsn()::text`).Scan(&w); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.QueryRow(context.Background(), `SELECT confirmed_flush_lsn::text, confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'janitor'`, w).Scan(&c, &ahead); err != nil {
+		t.Fatal(err)
+	}
+	if !ahead {
+		t.Fatalf("the standby's slot (%s) is behind the other cluster's WAL (%s): the test would not show the bug", c, w)
+	}
+	wrong := pcfg
+	wrong.PrimaryHost, wrong.PrimaryPort = "127.0.0.1", other.Port
+	j := &postgres.Janitor{Cfg: jc, PG: &wrong.Config, Rule: replication.JanitorRule(&wrong, jc),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Active: func() bool { return true }}
+	deleted, err := j.Round(context.Background())
+	if !errors.Is(err, postgres.ErrNotThePrimary) || deleted != 0 || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", other.Port)) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", pcfg.Port)) {
+		t.Fatalf("janitor with database.primary.hostname of another cluster: deleted %d, err %v; want nothing deleted and ErrNotThePrimary naming both hosts", deleted, err)
+	}
+	if n := countRows(t, oc, "outbox"); n != 2 {
+		t.Fatalf("the other cluster has %d outbox rows left; want both", n)
+	}
+	t.Logf("PostgreSQL %d: %v", major, err)
 }

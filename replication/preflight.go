@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -60,7 +61,9 @@ type Slot struct {
 // the server can stream the outbox: version, wal_level, the role's rights,
 // the publication (created or altered when publication.autocreate.mode
 // allows), and reads the slot's state for Decide. It changes nothing but
-// the publication.
+// the publication. On a hot standby it checks that database.primary.hostname
+// is the standby's primary (the same system identifier), and runs the
+// publication's DDL there.
 func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logger) (*Server, error) {
 	set, err := ReadSettings(ctx, conn)
 	if err != nil {
@@ -72,7 +75,14 @@ func Preflight(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logge
 		}
 	}
 	srv := &Server{VersionNum: set.VersionNum, InRecovery: set.InRecovery}
-	tables, err := publicationTables(ctx, conn, cfg, log)
+	pub := &publisher{conn: conn, standby: set.InRecovery, cfg: cfg, log: log}
+	if set.InRecovery {
+		if err := pub.connectPrimary(ctx); err != nil {
+			return nil, err
+		}
+		defer pub.close()
+	}
+	tables, err := publicationTables(ctx, pub)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +156,7 @@ func (s Settings) Findings(cfg *Config) []Finding {
 	if s.InRecovery {
 		out = append(out, s.standbyFinding(cfg))
 	}
-	if cfg.SlotFailover {
+	if cfg.SlotFailover && !s.InRecovery { // on a standby, standbyFinding refuses it
 		out = append(out, s.failoverFinding())
 	}
 	if cfg.Messages {
@@ -157,9 +167,12 @@ func (s Settings) Findings(cfg *Config) []Finding {
 
 // standbyFinding: a hot standby hosts a logical slot from PostgreSQL 16 on;
 // what it cannot do (pg_log_standby_snapshot() while the slot is created,
-// heartbeat.action.query, the janitor's deletes) is done on
-// database.primary.hostname. The failover lock stays on the standby: it
-// guards the slot, which lives there.
+// heartbeat.action.query, the janitor's deletes, the publication's DDL) is
+// done on database.primary.hostname. The failover lock stays on the
+// standby: it guards the slot, which lives there. slot.failover is
+// refused: PostgreSQL refuses to create, or alter into, a failover slot on
+// a standby (0A000), which would stop the relay late, after a whole
+// initial snapshot, with a message that names no key.
 func (s Settings) standbyFinding(cfg *Config) Finding {
 	switch {
 	case s.VersionNum < 160000:
@@ -171,6 +184,11 @@ func (s Settings) standbyFinding(cfg *Config) Finding {
 		return Finding{Name: "hot standby", Detail: "database.hostname is a hot standby and database.primary.hostname is not set",
 			Fix: "set database.primary.hostname (and database.primary.port) to the primary",
 			Err: fmt.Errorf("preflight: %w: database.hostname %s is a hot standby (pg_is_in_recovery() is true); pg_log_standby_snapshot() at slot creation, heartbeat.action.query and the janitor's deletes need the primary: set database.primary.hostname and database.primary.port",
+				ErrStandby, cfg.Where())}
+	case cfg.SlotFailover:
+		return Finding{Name: "hot standby", Detail: "database.hostname is a hot standby and slot.failover is true: PostgreSQL refuses failover slots created on a standby",
+			Fix: "set slot.failover=false (after a promotion it may be set to true)",
+			Err: fmt.Errorf("preflight: %w: database.hostname %s is a hot standby (pg_is_in_recovery() is true) and slot.failover is true: PostgreSQL refuses failover slots created on a standby (it synchronizes failover slots from a primary to its standbys, not the other way): set slot.failover=false; after a promotion it may be set to true",
 				ErrStandby, cfg.Where())}
 	}
 	return Finding{Name: "hot standby", OK: true, Detail: "database.hostname is a hot standby (PostgreSQL " + s.Version + "): the slot is created and read there; the primary is " + cfg.Primary().Where()}
@@ -277,9 +295,132 @@ func invalidationCause(reason string) string {
 	return "see the server's log"
 }
 
+// publisher runs the publication's DDL: on database.hostname, or, when
+// that is a hot standby (read-only), on database.primary.hostname, and
+// then waits until the standby replayed it.
+type publisher struct {
+	conn    *pgx.Conn // database.hostname
+	standby bool      // conn is a hot standby
+	// primary is database.primary.hostname on a standby, its system
+	// identifier the standby's; nil when it could not be reached
+	// (primaryErr says why): decoding on the standby does not need it,
+	// only DDL does.
+	primary    *pgx.Conn
+	primaryErr error
+	cfg        *Config
+	log        *slog.Logger
+}
+
+// errPrimaryUnreachable: the publication's DDL must run on
+// database.primary.hostname, which could not be reached. It wraps the
+// connection's error, so a refused or timed-out connection is retried.
+var errPrimaryUnreachable = errors.New("database.primary.hostname is unreachable")
+
+// connectPrimary connects to database.primary.hostname and checks that it
+// is the standby's primary (postgres.ErrNotThePrimary stops the relay:
+// what it would do there, the janitor's deletes above all, compares WAL
+// positions of two unrelated clusters). An unreachable primary is only
+// logged: the standby decodes without it.
+func (p *publisher) connectPrimary(ctx context.Context) error {
+	conn, err := p.cfg.ConnectPrimary(ctx, p.conn)
+	switch {
+	case errors.Is(err, postgres.ErrNotThePrimary):
+		return fmt.Errorf("preflight: %w", err)
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		p.primaryErr = err
+		p.log.Warn("preflight: database.hostname is a hot standby and database.primary.hostname cannot be reached now; decoding on the standby goes on, what needs the primary waits for it",
+			"primary", p.cfg.Primary().Where(), "err", err)
+		return nil
+	}
+	p.primary = conn
+	return nil
+}
+
+func (p *publisher) close() {
+	if p.primary != nil {
+		p.primary.Close(context.Background())
+	}
+}
+
+// on names, for messages, the server the DDL runs on when that is not
+// database.hostname: " on database.primary.hostname …", or "".
+func (p *publisher) on() string {
+	if p.standby {
+		return " on database.primary.hostname " + p.cfg.Primary().Where() + " (database.hostname is a hot standby)"
+	}
+	return ""
+}
+
+// exec runs stmt. On a standby it runs on the primary, with
+// synchronous_commit=local so that its commit is in the primary's WAL when
+// it returns, and then waits until the standby has replayed past the
+// primary's pg_current_wal_lsn(): only then does the standby's catalog,
+// read next, show the change.
+func (p *publisher) exec(ctx context.Context, stmt string) error {
+	if !p.standby {
+		_, err := p.conn.Exec(ctx, stmt)
+		return err
+	}
+	if p.primary == nil {
+		return fmt.Errorf("preflight: %s must run%s: %w: %w", stmt, p.on(), errPrimaryUnreachable, p.primaryErr)
+	}
+	if _, err := p.primary.Exec(ctx, `SET synchronous_commit = local`); err != nil {
+		return err
+	}
+	if _, err := p.primary.Exec(ctx, stmt); err != nil {
+		return err
+	}
+	var lsn string
+	if err := p.primary.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+		return fmt.Errorf("reading pg_current_wal_lsn() after it: %w", err)
+	}
+	return p.waitReplayed(ctx, lsn, stmt)
+}
+
+// waitReplayed waits until the standby replayed the primary's WAL up to
+// lsn, or was promoted (then it has all the WAL it will ever replay). A
+// paused or cut-off replay makes it wait, as decoding would: it WARNs
+// every 30 s and ends with ctx.
+func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) error {
+	start := time.Now()
+	warn := 30 * time.Second
+	for {
+		var done bool
+		var replayed *string
+		err := p.conn.QueryRow(ctx, `SELECT NOT pg_is_in_recovery() OR coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false), pg_last_wal_replay_lsn()::text`, lsn).Scan(&done, &replayed)
+		if err != nil {
+			return fmt.Errorf("preflight: waiting for database.hostname %s to replay %s (%s, run on the primary): %w", p.cfg.Where(), lsn, stmt, err)
+		}
+		if done {
+			p.log.Info("preflight: the standby replayed the publication's DDL run on the primary", "statement", stmt, "primary_lsn", lsn, "waited", time.Since(start).Round(time.Millisecond).String())
+			return nil
+		}
+		if time.Since(start) >= warn {
+			p.log.Warn("preflight: waiting for the standby to replay the publication's DDL run on the primary (replay paused, or the standby cut off from the primary?)",
+				"statement", stmt, "primary_lsn", lsn, "standby_replayed", deref(replayed), "waited", time.Since(start).Round(time.Second).String())
+			warn += 30 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(none)"
+	}
+	return *s
+}
+
 // publicationTables returns the outbox tables the publication covers,
 // creating or altering the publication as publication.autocreate.mode says.
-func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *slog.Logger) ([]string, error) {
+func publicationTables(ctx context.Context, pub *publisher) ([]string, error) {
+	conn, cfg, log := pub.conn, pub.cfg, pub.log
 	candidates, err := IncludedTables(ctx, conn, cfg)
 	if err != nil {
 		return nil, err
@@ -290,7 +431,7 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 		return nil, fmt.Errorf("preflight: reading publication %q: %w", cfg.Publication, err)
 	}
 	if !exists {
-		if err := createPublication(ctx, conn, cfg, candidates, log); err != nil {
+		if err := createPublication(ctx, pub, candidates); err != nil {
 			return nil, err
 		}
 	}
@@ -326,19 +467,23 @@ func publicationTables(ctx context.Context, conn *pgx.Conn, cfg *Config, log *sl
 	if len(missing) > 0 {
 		if cfg.AutoCreate == PublicationFiltered {
 			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(candidates), ", "))
-			if _, err := conn.Exec(ctx, stmt); err != nil {
-				return nil, fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered): %v", ErrPublication, stmt, err)
+			if err := pub.exec(ctx, stmt); err != nil {
+				if errors.Is(err, errPrimaryUnreachable) {
+					return nil, err
+				}
+				return nil, fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered)%s: %v", ErrPublication, stmt, pub.on(), err)
 			}
 			log.Info("publication altered", "publication", cfg.Publication, "tables", candidates)
 			return candidates, nil
 		}
-		return nil, fmt.Errorf("preflight: %w: publication %q does not cover %s; run as an owner of the tables: ALTER PUBLICATION %s ADD TABLE %s;",
-			ErrPublication, cfg.Publication, strings.Join(missing, ", "), postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(missing), ", "))
+		return nil, fmt.Errorf("preflight: %w: publication %q does not cover %s; run%s as an owner of the tables: ALTER PUBLICATION %s ADD TABLE %s;",
+			ErrPublication, cfg.Publication, strings.Join(missing, ", "), pub.on(), postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(missing), ", "))
 	}
 	return covered, nil
 }
 
-func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables []string, log *slog.Logger) error {
+func createPublication(ctx context.Context, pub *publisher, tables []string) error {
+	cfg := pub.cfg
 	forTables := "FOR TABLE " + strings.Join(postgres.QuoteTables(tables), ", ")
 	if len(tables) == 0 {
 		forTables = "" // messages only: pgoutput needs a publication, not a table in it
@@ -349,8 +494,8 @@ func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables 
 	var stmt string
 	switch cfg.AutoCreate {
 	case PublicationDisabled:
-		return fmt.Errorf("preflight: %w: publication %q does not exist and publication.autocreate.mode is disabled; run: CREATE PUBLICATION %s %s;",
-			ErrPublication, cfg.Publication, postgres.QuoteIdent(cfg.Publication), forTables)
+		return fmt.Errorf("preflight: %w: publication %q does not exist and publication.autocreate.mode is disabled; run%s: CREATE PUBLICATION %s %s;",
+			ErrPublication, cfg.Publication, pub.on(), postgres.QuoteIdent(cfg.Publication), forTables)
 	case PublicationFiltered:
 		stmt = fmt.Sprintf("CREATE PUBLICATION %s %s", postgres.QuoteIdent(cfg.Publication), forTables) + with
 	case PublicationAllTables:
@@ -358,11 +503,14 @@ func createPublication(ctx context.Context, conn *pgx.Conn, cfg *Config, tables 
 	case PublicationNoTables:
 		stmt = fmt.Sprintf("CREATE PUBLICATION %s", postgres.QuoteIdent(cfg.Publication)) + with
 	}
-	if _, err := conn.Exec(ctx, stmt); err != nil {
-		return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed: %v; create it as an administrator, or set publication.autocreate.mode=disabled",
-			ErrPublication, stmt, cfg.AutoCreate, err)
+	if err := pub.exec(ctx, stmt); err != nil {
+		if errors.Is(err, errPrimaryUnreachable) {
+			return err
+		}
+		return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed%s: %v; create it as an administrator%s, or set publication.autocreate.mode=disabled",
+			ErrPublication, stmt, cfg.AutoCreate, pub.on(), err, pub.on())
 	}
-	log.Info("publication created", "publication", cfg.Publication, "statement", stmt)
+	pub.log.Info("publication created", "publication", cfg.Publication, "statement", stmt, "on_primary", pub.standby)
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 func TestStandbyFinding(t *testing.T) {
 	withPrimary := &Config{Config: postgres.Config{User: "u", Host: "standby", Port: 5433, DBName: "d", PrimaryHost: "primary", PrimaryPort: 5432}}
 	without := &Config{Config: postgres.Config{User: "u", Host: "standby", Port: 5433, DBName: "d"}}
+	failover := &Config{Config: withPrimary.Config, SlotFailover: true}
 	cases := []struct {
 		name       string
 		cfg        *Config
@@ -29,6 +30,11 @@ func TestStandbyFinding(t *testing.T) {
 		{"15 standby", withPrimary, Settings{VersionNum: 150010, Version: "15.10", InRecovery: true}, false, ErrStandby, []string{"PostgreSQL 15.10", "from PostgreSQL 16 on"}},
 		{"13 standby", withPrimary, Settings{VersionNum: 130022, Version: "13.22", InRecovery: true}, false, ErrStandby, []string{"PostgreSQL 13.22"}},
 		{"16 standby without primary", without, Settings{VersionNum: 160010, Version: "16.10", InRecovery: true}, false, ErrStandby, []string{"set database.primary.hostname"}},
+		// i30-review finding 3: slot.failover=true on a standby passed
+		// preflight; PostgreSQL then refused the slot's FAILOVER (0A000)
+		// after the whole initial snapshot, naming no key.
+		{"17 standby with slot.failover", failover, Settings{VersionNum: 170006, Version: "17.6", InRecovery: true}, false, ErrStandby, []string{"slot.failover=false", "after a promotion", "standby:5433"}},
+		{"16 standby with slot.failover", failover, Settings{VersionNum: 160010, Version: "16.10", InRecovery: true}, false, ErrStandby, []string{"slot.failover=false"}},
 		{"17 standby with primary", withPrimary, Settings{VersionNum: 170006, Version: "17.6", InRecovery: true}, true, nil, []string{"primary:5432"}},
 	}
 	for _, c := range cases {
@@ -60,6 +66,13 @@ func TestStandbyFinding(t *testing.T) {
 	for _, f := range (Settings{VersionNum: 170006, WALLevel: "logical", Replication: true}).Findings(withPrimary) {
 		if f.Name == "hot standby" {
 			t.Errorf("a primary has a hot standby finding: %+v", f)
+		}
+	}
+	// On a standby the failover finding of a primary ("synchronizes
+	// failover slots to standbys", ✓) is not shown beside the refusal.
+	for _, f := range (Settings{VersionNum: 170006, Version: "17.6", WALLevel: "logical", Replication: true, InRecovery: true}).Findings(failover) {
+		if f.Name == "slot.failover" {
+			t.Errorf("a standby with slot.failover has the primary's failover finding: %+v", f)
 		}
 	}
 }

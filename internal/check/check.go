@@ -80,8 +80,9 @@ type checker struct {
 	// Kafka transactions, the idempotent producer writes dead letters.
 	eos bool
 
-	conn   *pgx.Conn
-	tables []string // outbox tables found
+	conn      *pgx.Conn
+	onStandby bool     // conn is a hot standby (decoding there, database.primary.hostname set)
+	tables    []string // outbox tables found
 	// sample holds the records routed from recent rows, by topic: the
 	// largest record size per topic.
 	largest map[string]int
@@ -208,6 +209,7 @@ func (c *checker) postgres(ctx context.Context) {
 	c.capacity(ctx, set.MaxSlots, set.MaxSenders, slot)
 	c.add(findings[2:]...)
 	if set.InRecovery && set.VersionNum >= 160000 && cfg.Primary() != nil {
+		c.onStandby = true
 		c.hotStandby(ctx)
 	}
 	c.messages(ctx, slot)
@@ -225,7 +227,7 @@ func (c *checker) postgres(ctx context.Context) {
 	} else {
 		c.st = startState{read: true, slot: slot}
 		c.slot(ctx, slot)
-		if cfg.SlotFailover && set.VersionNum >= 170000 {
+		if cfg.SlotFailover && set.VersionNum >= 170000 && !set.InRecovery {
 			c.failover(ctx, slot)
 		}
 	}
@@ -327,7 +329,7 @@ func (c *checker) publication(ctx context.Context) {
 				fmt.Sprintf("CREATE PUBLICATION %s %s;", qp, forTables))
 			return
 		}
-		c.pass(name, "does not exist yet; the relay creates it (publication.autocreate.mode="+cfg.AutoCreate+"), which needs the CREATE privilege on the database and ownership of the tables (FOR ALL TABLES: a superuser)")
+		c.pass(name, "does not exist yet; the relay creates it"+c.onPrimary()+" (publication.autocreate.mode="+cfg.AutoCreate+"), which needs the CREATE privilege on the database and ownership of the tables (FOR ALL TABLES: a superuser)")
 		return
 	}
 	rows, err := c.conn.Query(ctx, `SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = $1`, cfg.Publication)
@@ -351,7 +353,7 @@ func (c *checker) publication(ctx context.Context) {
 	}
 	switch {
 	case len(missing) > 0 && cfg.AutoCreate == replication.PublicationFiltered:
-		c.pass(name, "does not cover "+strings.Join(missing, ", ")+" yet; the relay adds it (publication.autocreate.mode=filtered)")
+		c.pass(name, "does not cover "+strings.Join(missing, ", ")+" yet; the relay adds it"+c.onPrimary()+" (publication.autocreate.mode=filtered)")
 	case len(missing) > 0:
 		c.fail(name, "does not cover "+strings.Join(missing, ", "),
 			fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s;", qp, strings.Join(postgres.QuoteTables(missing), ", ")))
@@ -364,6 +366,15 @@ func (c *checker) publication(ctx context.Context) {
 		}
 		c.pass(name, "covers "+strings.Join(c.tables, ", "))
 	}
+}
+
+// onPrimary is where, on a hot standby, the relay runs the publication's
+// DDL: " on database.primary.hostname …", or "".
+func (c *checker) onPrimary() string {
+	if !c.onStandby {
+		return ""
+	}
+	return " on database.primary.hostname " + c.pg.Primary().Where() + " (the standby replays it)"
 }
 
 // columnRule is a configured column and the types that work for it.

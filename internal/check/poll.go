@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/outboxrelay/outboxrelay/poll"
@@ -22,6 +23,12 @@ func (c *checker) pollPostgres(ctx context.Context, cfg poll.Config) {
 	c.conn = conn
 	c.pass("PostgreSQL connection", fmt.Sprintf("%s@%s:%d/%s", pg.User, pg.Host, pg.Port, pg.DBName))
 	c.pass("capture mode", "poll (outbox.capture.mode): no replication slot, no publication, any wal_level, no REPLICATION attribute needed")
+	// run's own refusal (poll.ErrStandby), word for word.
+	if err := poll.RefuseStandby(ctx, conn, &pg.Config); errors.Is(err, poll.ErrStandby) {
+		c.fail("hot standby", err.Error(), "point database.hostname at the primary, or set outbox.capture.mode=logical (PostgreSQL 16+, with database.primary.hostname)")
+	} else if err != nil {
+		c.fail("hot standby", err.Error(), "")
+	}
 	if !c.findTables(ctx) {
 		return
 	}
