@@ -25,7 +25,7 @@ type encoder struct {
 type span struct{ start, end int }
 
 func (e *encoder) reset(src []byte) {
-	e.src, e.pos, e.spans = src, 0, e.spans[:0]
+	e.src, e.pos, e.spans, e.err = src, 0, e.spans[:0], nil
 }
 
 // document encodes the whole payload: one value, nothing after it.
@@ -131,23 +131,66 @@ func (e *encoder) integer(dst []byte, n *node) ([]byte, error) {
 	return appendLong(dst, v), nil
 }
 
+// float writes a float or double: a JSON number, or one of the strings
+// JsonConverter (Jackson, QUOTE_NON_NUMERIC_NUMBERS) writes for a value
+// that is not finite, "NaN", "Infinity" and "-Infinity" (a double
+// precision or real column holding one), as its IEEE value.
 func (e *encoder) float(dst []byte, k kind) ([]byte, error) {
-	lit, _, err := e.number()
-	if err != nil {
-		return dst, err
+	var f float64
+	if e.src[e.pos] == '"' {
+		start := e.pos
+		s, err := e.str1()
+		if err != nil {
+			return dst, err
+		}
+		var ok bool
+		if f, ok = nonFinite(s); !ok {
+			return dst, fmt.Errorf("%s where a number was expected", e.found(start))
+		}
+	} else {
+		lit, _, err := e.number()
+		if err != nil {
+			return dst, err
+		}
+		bits := 64
+		if k == tFloat {
+			bits = 32
+		}
+		var perr error
+		if f, perr = parseFloat(lit, bits); perr != nil {
+			return dst, fmt.Errorf("%s is not a %s", lit, k)
+		}
 	}
-	bits := 64
-	if k == tFloat {
-		bits = 32
-	}
-	f, perr := parseFloat(lit, bits)
-	if perr != nil {
-		return dst, fmt.Errorf("%s is not a %s", lit, k)
-	}
-	if k == tFloat {
+	switch {
+	case k == tFloat && math.IsNaN(f):
+		return binary.LittleEndian.AppendUint32(dst, javaFloatNaN), nil
+	case k == tFloat:
 		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
+	case math.IsNaN(f):
+		return binary.LittleEndian.AppendUint64(dst, javaDoubleNaN), nil
 	}
 	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+}
+
+// Java's Float.NaN and Double.NaN, the bits Avro's BinaryEncoder writes
+// (floatToRawIntBits, doubleToRawLongBits) for the NaN Double.parseDouble
+// gives; Go's math.NaN() has other payload bits.
+const (
+	javaFloatNaN  = 0x7fc00000
+	javaDoubleNaN = 0x7ff8000000000000
+)
+
+// nonFinite reads Java's text for a float that is not finite.
+func nonFinite(s []byte) (float64, bool) {
+	switch string(s) {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
 }
 
 func (e *encoder) stringValue(dst []byte) ([]byte, error) {
@@ -317,8 +360,19 @@ func (e *encoder) record(dst []byte, n *node) ([]byte, error) {
 			e.pos = from
 			return e.recordBySpans(dst[:written], n)
 		case i == next:
+			e.ws()
+			start := e.pos
 			if dst, err = e.value(dst, n.fields[i].typ); err != nil {
-				return dst, within(err, "."+n.fields[i].name)
+				if !e.repeatedLater(start, n, i) {
+					return dst, within(err, "."+n.fields[i].name)
+				}
+				// The key comes again and Jackson keeps the last value:
+				// the one that did not fit does not count.
+				if base >= 0 {
+					e.spans = e.spans[:base]
+				}
+				e.pos, e.err = from, nil
+				return e.recordBySpans(dst[:written], n)
 			}
 			next++
 		default:
@@ -343,6 +397,35 @@ func (e *encoder) record(dst []byte, n *node) ([]byte, error) {
 		e.spans = e.spans[:base]
 	}
 	return dst, err
+}
+
+// repeatedLater says whether the key of field i comes again in the object
+// after the value at start, which did not fit. Only then is the object
+// written again by its spans: a value that fails deep down costs each
+// enclosing record one scan of its rest, not a rewrite of the subtree
+// (which, level by level, would grow with the square of the depth).
+func (e *encoder) repeatedLater(start int, n *node, i int) bool {
+	e.pos, e.err = start, nil
+	if e.skip() != nil {
+		return false
+	}
+	for {
+		e.ws()
+		if e.pos >= len(e.src) || e.src[e.pos] != ',' {
+			return false
+		}
+		e.pos++
+		key, err := e.key()
+		if err != nil {
+			return false
+		}
+		if n.lookup(key, i) == i {
+			return true
+		}
+		if e.skip() != nil {
+			return false
+		}
+	}
 }
 
 // recordBySpans reads the whole object keeping the span of each field's

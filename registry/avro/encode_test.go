@@ -98,3 +98,76 @@ func TestAppendLongArray(t *testing.T) {
 		t.Errorf("bytes of 198: % x… %v", b[:2], err)
 	}
 }
+
+// Regression: the float path refused "NaN", "Infinity" and "-Infinity",
+// the strings JsonConverter (Jackson's QUOTE_NON_NUMERIC_NUMBERS) writes for
+// a double precision or real column that is not finite, so such a row
+// could not be written with AvroConverter. They are the IEEE values, NaN
+// with Java's bits (Double.NaN, Float.NaN); other strings stay refused.
+func TestAppendNonFinite(t *testing.T) {
+	const double = `{"type":"double","optional":false}`
+	const float = `{"type":"float","optional":false}`
+	const optional = `{"type":"double","optional":true}`
+	for _, tc := range []struct {
+		schema, payload string
+		want            []byte
+	}{
+		{double, `"NaN"`, []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f}},
+		{double, `"Infinity"`, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x7f}},
+		{double, `"-Infinity"`, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0xff}},
+		{double, `1e400`, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x7f}},
+		{float, `"NaN"`, []byte{0, 0, 0xc0, 0x7f}},
+		{float, `"Infinity"`, []byte{0, 0, 0x80, 0x7f}},
+		{float, `"-Infinity"`, []byte{0, 0, 0x80, 0xff}},
+		{optional, `"NaN"`, []byte{0x02, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f}},
+	} {
+		s, c := compileCase(t, tc.schema)
+		got, err := c.Append(nil, []byte(tc.payload))
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.schema, tc.payload, err)
+			continue
+		}
+		if !bytes.Equal(got, tc.want) {
+			t.Errorf("%s %s: % x, want % x", tc.schema, tc.payload, got, tc.want)
+		}
+		roundTrip(t, s, c, tc.payload)
+	}
+	for _, bad := range []string{`"nan"`, `"Inf"`, `"+Infinity"`, `""`} {
+		_, c := compileCase(t, double)
+		if _, err := c.Append(nil, []byte(bad)); err == nil || !strings.Contains(err.Error(), "where a number was expected") {
+			t.Errorf("Append(%s) = %v, want a refusal", bad, err)
+		}
+	}
+	rec := `{"type":"struct","fields":[{"type":"double","optional":true,"field":"score"},{"type":"float","optional":true,"field":"ratio"}],"optional":false,"name":"x.Stats"}`
+	s, c := compileCase(t, rec)
+	roundTrip(t, s, c, `{"score":"-Infinity","ratio":"NaN"}`)
+}
+
+// Regression: a repeated key whose first value does not fit the schema
+// (inferred, as Jackson reads it, from the last one) failed the record:
+// the encoder wrote the first value at once and gave up on its error,
+// before reaching the value that replaces it (conformance case 63). A
+// value that does not fit and is not replaced still fails, with its path.
+func TestAppendRepeatedKeyReplacesBadValue(t *testing.T) {
+	const rec = `{"type":"struct","fields":[{"type":"string","optional":true,"field":"a"},{"type":"int32","optional":true,"field":"b"},{"type":"struct","fields":[{"type":"struct","fields":[{"type":"string","optional":true,"field":"f"}],"optional":true,"name":"p.c.d","field":"d"}],"optional":true,"name":"p.c","field":"c"}],"optional":true,"name":"p"}`
+	s, c := compileCase(t, rec)
+	for _, p := range []string{
+		`{"a":1,"b":2,"a":"x"}`,
+		`{"a":[{"deep":1}],"a":"x","b":2}`,
+		`{"c":{"d":1,"d":{"f":1,"f":"y"}},"a":"z"}`,
+		`{"c":{"d":{"f":1}},"c":{"d":{"f":"y"}}}`,
+		`{"c":{"d":{"f":1},"d":{"f":"y"}},"c":null}`,
+	} {
+		roundTrip(t, s, c, p)
+	}
+	for _, tc := range []struct{ payload, want string }{
+		{`{"a":1,"b":2}`, "a: 1 where a string was expected"},
+		{`{"a":"x","b":2,"a":1}`, "a: 1 where a string was expected"},
+		{`{"c":{"d":{"f":1}},"b":2}`, "c.d.f: 1 where a string was expected"},
+		{`{"a":1,"b":2,"a":"x"`, "the JSON ends inside an array or object"},
+	} {
+		if _, err := c.Append(nil, []byte(tc.payload)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Append(%s) = %v, want %q", tc.payload, err, tc.want)
+		}
+	}
+}

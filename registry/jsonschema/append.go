@@ -355,20 +355,42 @@ func appendInt(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]
 
 func isNumber(raw []byte) bool { return raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9' }
 
+// appendFloat writes a float or double as Jackson prints the DoubleNode
+// (FloatNode) fromConnectData makes of it. A value that is not finite —
+// JsonConverter's strings "NaN", "Infinity" and "-Infinity" for a double
+// precision or real column, or a number beyond the type's range, which
+// Double.parseDouble reads as an infinity — is the JSON string of Java's
+// text: Jackson's JsonGenerator.writeNumber(double) writes a non-finite
+// number with writeString while QUOTE_NON_NUMERIC_NUMBERS is on, its
+// default, and Jackson.newObjectMapper (the serializer's mapper) keeps it.
+// Such a body does not validate against its own {"type":"number"}, as
+// Confluent's does not (json.fail.invalid.schema is off by default).
 func appendFloat(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
+	bits := 64
+	if s.Type == connectschema.Float {
+		bits = 32
+	}
+	if raw[0] == '"' {
+		switch string(raw) {
+		case `"NaN"`, `"Infinity"`, `"-Infinity"`:
+			return append(dst, raw...), nil
+		}
+		return dst, mismatch(path, s, raw)
+	}
 	if !isNumber(raw) {
 		return dst, mismatch(path, s, raw)
 	}
-	if s.Type == connectschema.Float {
-		f, err := strconv.ParseFloat(string(raw), 32)
-		if err != nil {
-			return dst, fmt.Errorf("%s%s is not a float: %w", at(path), raw, err)
-		}
-		return append(dst, javaFloat(float32(noNegativeZero(f)))...), nil
+	f, err := strconv.ParseFloat(string(raw), bits)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return dst, fmt.Errorf("%s%s is not a %s: %w", at(path), raw, s.Type, err)
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return dst, fmt.Errorf("%s%s is not a double: %w", at(path), raw, err)
+	if math.IsInf(f, 0) {
+		dst = append(dst, '"')
+		dst = append(dst, javaDouble(f)...)
+		return append(dst, '"'), nil
+	}
+	if bits == 32 {
+		return append(dst, javaFloat(float32(noNegativeZero(f)))...), nil
 	}
 	return append(dst, javaDouble(noNegativeZero(f))...), nil
 }

@@ -347,15 +347,7 @@ func TestMapOrderAndNumbers(t *testing.T) {
 			`[{"key":0,"value":true},{"key":4294967296,"value":true},{"key":1,"value":false}]`},
 		{`{"type":"array","items":{"type":"double"}}`, `[-0.0,5e-324,8.41e21]`, `[0.0,4.9E-324,8.41E21]`},
 	} {
-		s, err := connectschema.Parse([]byte(tc.schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Compile(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := c.Append(nil, []byte(tc.payload))
+		got, err := codecOf(t, tc.schema).Append(nil, []byte(tc.payload))
 		if err != nil || string(got) != tc.want {
 			t.Errorf("Append(%s) = %s, %v; want %s", tc.payload, got, err, tc.want)
 		}
@@ -377,4 +369,45 @@ func TestRequiredNullLeftOut(t *testing.T) {
 	if got, err := c.Append(nil, []byte(`{"a":null}`)); err != nil || string(got) != `{"b":null}` {
 		t.Fatalf("got %s, %v", got, err)
 	}
+}
+
+// Regression: appendFloat refused "NaN", "Infinity" and "-Infinity", the
+// strings JsonConverter writes for a double precision or real column that
+// is not finite, and a number beyond a double's range. JsonSchemaConverter
+// writes the DoubleNode (FloatNode) with Jackson's JsonGenerator, whose
+// QUOTE_NON_NUMERIC_NUMBERS (on by default, kept by Jackson.newObjectMapper)
+// writes a non-finite number as the string of Java's text.
+func TestNonFiniteFloats(t *testing.T) {
+	const rec = `{"type":"struct","fields":[{"field":"d","type":"double","optional":true},{"field":"f","type":"float","optional":true}]}`
+	for _, tc := range []struct{ payload, want string }{
+		{`{"d":"NaN","f":"NaN"}`, `{"d":"NaN","f":"NaN"}`},
+		{`{"d":"Infinity","f":"-Infinity"}`, `{"d":"Infinity","f":"-Infinity"}`},
+		{`{"d":1e400,"f":-1e39}`, `{"d":"Infinity","f":"-Infinity"}`},
+		{`{"d":-1e400,"f":3.4e38}`, `{"d":"-Infinity","f":3.4E38}`},
+		{`{"d":1.5,"f":null}`, `{"d":1.5,"f":null}`},
+	} {
+		got, err := codecOf(t, rec).Append(nil, []byte(tc.payload))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Append(%s) = %s, %v; want %s", tc.payload, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`"nan"`, `"Inf"`, `""`} {
+		if _, err := codecOf(t, `{"type":"double"}`).Append(nil, []byte(bad)); err == nil || !strings.Contains(err.Error(), "a JSON string for a Connect double") {
+			t.Errorf("Append(%s) = %v, want a refusal", bad, err)
+		}
+	}
+}
+
+// codecOf compiles a Connect schema in JsonConverter's layout.
+func codecOf(t *testing.T, schema string) *Codec {
+	t.Helper()
+	s, err := connectschema.Parse([]byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
