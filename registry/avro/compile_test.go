@@ -85,7 +85,7 @@ func schemaCases() []schemaCase {
 	}
 }
 
-func compileCase(t *testing.T, src string) (*connectschema.Schema, *Codec) {
+func compileCase(t testing.TB, src string) (*connectschema.Schema, *Codec) {
 	t.Helper()
 	s, err := connectschema.Parse([]byte(src))
 	if err != nil {

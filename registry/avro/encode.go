@@ -17,6 +17,7 @@ type encoder struct {
 	src   []byte
 	pos   int
 	spans []span // pending out-of-order record fields, a stack
+	ends  []int  // where the fields a record has written end, a stack
 	str   []byte // scratch for unescaped strings
 	stack []byte // skip's open containers
 	err   error  // what ended more()'s loop early
@@ -25,7 +26,7 @@ type encoder struct {
 type span struct{ start, end int }
 
 func (e *encoder) reset(src []byte) {
-	e.src, e.pos, e.spans, e.err = src, 0, e.spans[:0], nil
+	e.src, e.pos, e.spans, e.ends, e.err = src, 0, e.spans[:0], e.ends[:0], nil
 }
 
 // document encodes the whole payload: one value, nothing after it.
@@ -325,117 +326,50 @@ func (e *encoder) entry(dst []byte, n *node) ([]byte, error) {
 	return dst, e.expect(']')
 }
 
-// record writes the fields in the schema's order; keys the schema has no
-// field for are skipped, a missing key is a null (the field's default, or
-// the null branch).
+// record writes the fields in the schema's order, reading the object once.
+// Keys the schema has no field for are skipped; a missing key is a null
+// (the field's default, or the null branch). Fields in the schema's order
+// are written as they come; a value that comes early keeps its span and is
+// written when its turn comes. A key given twice counts with its last
+// value, as Jackson reads it: from then on every value keeps its span, and
+// at the end the fields already written are kept (their bytes moved, not
+// encoded again) but those whose key came again. Writing the object again
+// from its start instead took time exponential in the depth of a payload
+// repeating a key at every level (TestAppendRepeatedKeysLinear).
 func (e *encoder) record(dst []byte, n *node) ([]byte, error) {
 	e.ws()
-	from, written := e.pos, len(dst)
+	written := len(dst)
 	if e.pos >= len(e.src) || e.src[e.pos] != '{' {
 		return dst, e.mismatch("an object (record " + n.fullName() + ")")
 	}
 	e.pos++
-	next, base, count := 0, -1, int64(0)
-	for e.more('}', count) {
-		if count > 0 {
-			if err := e.expect(','); err != nil {
-				return dst, err
-			}
-		}
-		count++
-		key, err := e.key()
-		if err != nil {
-			return dst, err
-		}
-		i := n.lookup(key, next)
-		switch {
-		case i < 0:
-			err = e.skip()
-		case i < next || (base >= 0 && e.spans[base+i].end > 0):
-			// A key twice: Jackson keeps the last value. Start again,
-			// keeping every field's span.
-			if base >= 0 {
-				e.spans = e.spans[:base]
-			}
-			e.pos = from
-			return e.recordBySpans(dst[:written], n)
-		case i == next:
-			e.ws()
-			start := e.pos
-			if dst, err = e.value(dst, n.fields[i].typ); err != nil {
-				if !e.repeatedLater(start, n, i) {
-					return dst, within(err, "."+n.fields[i].name)
-				}
-				// The key comes again and Jackson keeps the last value:
-				// the one that did not fit does not count.
-				if base >= 0 {
-					e.spans = e.spans[:base]
-				}
-				e.pos, e.err = from, nil
-				return e.recordBySpans(dst[:written], n)
-			}
-			next++
-		default:
-			if base < 0 {
-				base = len(e.spans)
-				e.spans = append(e.spans, make([]span, len(n.fields))...)
-			}
-			e.ws()
-			start := e.pos
-			err = e.skip()
-			e.spans[base+i] = span{start, e.pos}
-		}
-		if err != nil {
-			return dst, err
-		}
+	r := recordState{n: n, written: written, base: -1, mark: len(e.ends), failed: -1}
+	dst, err := e.readFields(dst, &r)
+	if err == nil {
+		dst, err = e.writeRest(dst, &r)
 	}
-	if e.err != nil {
-		return dst, e.takeErr()
+	if r.base >= 0 {
+		e.spans = e.spans[:r.base]
 	}
-	dst, err := e.rest(dst, n, next, base)
-	if base >= 0 {
-		e.spans = e.spans[:base]
-	}
+	e.ends = e.ends[:r.mark]
 	return dst, err
 }
 
-// repeatedLater says whether the key of field i comes again in the object
-// after the value at start, which did not fit. Only then is the object
-// written again by its spans: a value that fails deep down costs each
-// enclosing record one scan of its rest, not a rewrite of the subtree
-// (which, level by level, would grow with the square of the depth).
-func (e *encoder) repeatedLater(start int, n *node, i int) bool {
-	e.pos, e.err = start, nil
-	if e.skip() != nil {
-		return false
-	}
-	for {
-		e.ws()
-		if e.pos >= len(e.src) || e.src[e.pos] != ',' {
-			return false
-		}
-		e.pos++
-		key, err := e.key()
-		if err != nil {
-			return false
-		}
-		if n.lookup(key, i) == i {
-			return true
-		}
-		if e.skip() != nil {
-			return false
-		}
-	}
+// recordState is one record being written: the first next fields are in
+// dst after written, field i ending at e.ends[mark+i]; the spans of the
+// others (and of fields whose key came again) are at e.spans[base:].
+type recordState struct {
+	n          *node
+	written    int
+	next       int
+	base, mark int
+	byspans    bool // a key came twice: every value keeps its span
+	failed     int  // the field whose value did not fit, or -1
+	failedErr  error
 }
 
-// recordBySpans reads the whole object keeping the span of each field's
-// last value, then writes the fields (an object with a key twice).
-func (e *encoder) recordBySpans(dst []byte, n *node) ([]byte, error) {
-	if err := e.open('{', "an object"); err != nil {
-		return dst, err
-	}
-	base := len(e.spans)
-	e.spans = append(e.spans, make([]span, len(n.fields))...)
+func (e *encoder) readFields(dst []byte, r *recordState) ([]byte, error) {
+	n := r.n
 	for count := int64(0); e.more('}', count); count++ {
 		if count > 0 {
 			if err := e.expect(','); err != nil {
@@ -446,27 +380,104 @@ func (e *encoder) recordBySpans(dst []byte, n *node) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		i := n.lookup(key, 0)
-		e.ws()
-		start := e.pos
-		if err := e.skip(); err != nil {
-			return dst, err
+		i := n.lookup(key, r.next)
+		switch {
+		case i < 0:
+			err = e.skip()
+		case i == r.next && !r.byspans:
+			e.ws()
+			start := e.pos
+			if r.base >= 0 {
+				e.spans[r.base+i] = span{} // an earlier value of the key
+			}
+			var verr error
+			if dst, verr = e.value(dst, n.fields[i].typ); verr == nil {
+				e.ends = append(e.ends, len(dst))
+				r.next++
+				break
+			}
+			// It may yet come again: keep reading, by spans.
+			dst = dst[:r.end(e, r.next)]
+			r.failed, r.failedErr, r.byspans = i, verr, true
+			e.pos, e.err = start, nil
+			if e.skip() != nil {
+				return dst, within(verr, "."+n.fields[i].name)
+			}
+			e.spanBase(r)
+		default:
+			if i < r.next {
+				r.byspans = true
+			}
+			e.spanBase(r)
+			e.ws()
+			start := e.pos
+			err = e.skip()
+			e.spans[r.base+i] = span{start, e.pos}
 		}
-		if i >= 0 {
-			e.spans[base+i] = span{start, e.pos}
+		if err != nil {
+			return dst, err
 		}
 	}
 	if e.err != nil {
 		return dst, e.takeErr()
 	}
-	dst, err := e.rest(dst, n, 0, base)
-	e.spans = e.spans[:base]
-	return dst, err
+	if r.failed >= 0 && e.spans[r.base+r.failed].end == 0 {
+		return dst, within(r.failedErr, "."+n.fields[r.failed].name)
+	}
+	return dst, nil
 }
 
-// rest writes the fields from next on: the kept spans, else the nulls.
-func (e *encoder) rest(dst []byte, n *node, next, base int) ([]byte, error) {
-	for i := next; i < len(n.fields); i++ {
+// spanBase makes room for the record's field spans.
+func (e *encoder) spanBase(r *recordState) {
+	if r.base < 0 {
+		r.base = len(e.spans)
+		e.spans = append(e.spans, make([]span, len(r.n.fields))...)
+	}
+}
+
+// end is where the bytes of the first i written fields end.
+func (r *recordState) end(e *encoder, i int) int {
+	if i == 0 {
+		return r.written
+	}
+	return e.ends[r.mark+i-1]
+}
+
+// writeRest writes the fields not written yet. When the key of a field
+// already written came again, the fields from the first such one on are
+// written after dst's end (the others copied from their bytes) and moved
+// into place.
+func (e *encoder) writeRest(dst []byte, r *recordState) ([]byte, error) {
+	n := r.n
+	from := r.next
+	if r.base >= 0 {
+		for i := 0; i < r.next; i++ {
+			if e.spans[r.base+i].end > 0 {
+				from = i
+				break
+			}
+		}
+	}
+	if from == r.next {
+		return e.fieldsFrom(dst, n, from, len(n.fields), r.base)
+	}
+	keep, tail := r.end(e, from), len(dst)
+	for i := from; i < len(n.fields); i++ {
+		if i < r.next && e.spans[r.base+i].end == 0 {
+			dst = append(dst, dst[r.end(e, i):r.end(e, i+1)]...)
+			continue
+		}
+		var err error
+		if dst, err = e.fieldsFrom(dst, n, i, i+1, r.base); err != nil {
+			return dst, err
+		}
+	}
+	return dst[:keep+copy(dst[keep:], dst[tail:])], nil
+}
+
+// fieldsFrom writes fields from to end-1 from their spans, else as nulls.
+func (e *encoder) fieldsFrom(dst []byte, n *node, from, end, base int) ([]byte, error) {
+	for i := from; i < end; i++ {
 		f := &n.fields[i]
 		if base >= 0 && e.spans[base+i].end > 0 {
 			saved := e.pos

@@ -2,8 +2,10 @@ package avro
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAppendErrors(t *testing.T) {
@@ -169,5 +171,69 @@ func TestAppendRepeatedKeyReplacesBadValue(t *testing.T) {
 		if _, err := c.Append(nil, []byte(tc.payload)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Append(%s) = %v, want %q", tc.payload, err, tc.want)
 		}
+	}
+}
+
+// repeatedKeyLevels is a payload of depth levels, each object repeating
+// the key "a" after its nested field "b" (first) or around it (second),
+// its first value not fitting (third), and its Connect schema.
+func repeatedKeyLevels(shape, depth int) (schema, payload string) {
+	heads := [...]string{`{"b":`, `{"a":1,"b":`, `{"a":"x","b":`}
+	tails := [...]string{`,"a":1,"a":2}`, `,"a":2}`, `,"a":2}`}
+	schema = `{"type":"int32","optional":true}`
+	for i := range depth {
+		a, b := `{"type":"int32","optional":true,"field":"a"}`, schema[:len(schema)-1]+`,"field":"b"}`
+		fields := b + "," + a // b first in the schema's order
+		if shape > 0 {
+			fields = a + "," + b
+		}
+		schema = fmt.Sprintf(`{"type":"struct","fields":[%s],"optional":true,"name":"p%d"}`, fields, i)
+	}
+	payload = strings.Repeat(heads[shape], depth) + "7" + strings.Repeat(tails[shape], depth)
+	return schema, payload
+}
+
+// Regression: a key repeated at every level of a payload took time
+// exponential in the depth (depth 20: 3.2 s, 22: 11 s): on the repeated
+// key the record was written again from its start, encoding again the
+// nested records written before it, each of which started over too. Now
+// the object is read once and the fields already written are kept; 60
+// levels take well under a millisecond (the bound is generous for a
+// shared machine: exponential time would be years).
+func TestAppendRepeatedKeysLinear(t *testing.T) {
+	for shape := range 3 {
+		s, c := compileCase(t, must(repeatedKeyLevels(shape, 6)))
+		_, p := repeatedKeyLevels(shape, 6)
+		roundTrip(t, s, c, p)
+		schema, payload := repeatedKeyLevels(shape, 60)
+		_, c = compileCase(t, schema)
+		start := time.Now()
+		if _, err := c.Append(nil, []byte(payload)); err != nil {
+			t.Fatalf("shape %d: %v", shape, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("shape %d: 60 levels took %v", shape, d)
+		}
+	}
+}
+
+func must(schema, _ string) string { return schema }
+
+// BenchmarkAppendRepeatedKeys: time per record against the depth of a
+// payload repeating a key at every level (linear since the fix; before
+// it, each level doubled the time).
+func BenchmarkAppendRepeatedKeys(b *testing.B) {
+	for _, depth := range []int{10, 20, 25} {
+		schema, payload := repeatedKeyLevels(0, depth)
+		_, c := compileCase(b, schema)
+		b.Run(fmt.Sprintf("depth%d", depth), func(b *testing.B) {
+			var dst []byte
+			for b.Loop() {
+				var err error
+				if dst, err = c.Append(dst[:0], []byte(payload)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
