@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/outboxrelay/outboxrelay/internal/connectschema"
 )
 
 // encoder writes the Avro binary encoding of one JSON payload, reading it
@@ -42,28 +43,7 @@ func (e *encoder) document(dst []byte, n *node) ([]byte, error) {
 	return dst, nil
 }
 
-// pathError names where in the payload a value did not fit.
-type pathError struct {
-	path string
-	err  error
-}
-
-func (p *pathError) Error() string {
-	if p.path == "" {
-		return p.err.Error()
-	}
-	return strings.TrimPrefix(p.path, ".") + ": " + p.err.Error()
-}
-
-func (p *pathError) Unwrap() error { return p.err }
-
-func within(err error, segment string) error {
-	var p *pathError
-	if errors.As(err, &p) {
-		return &pathError{path: segment + p.path, err: p.err}
-	}
-	return &pathError{path: segment, err: err}
-}
+func within(err error, segment string) error { return connectschema.Within(err, segment) }
 
 func (e *encoder) value(dst []byte, n *node) ([]byte, error) {
 	e.ws()

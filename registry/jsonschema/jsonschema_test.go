@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -410,4 +411,30 @@ func codecOf(t *testing.T, schema string) *Codec {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// The encode path builds no path strings and decodes no keys unless it
+// must: a struct of more than maxStackFields fields, a key with escapes
+// and an error's path still work.
+func TestStructKeysAndPaths(t *testing.T) {
+	var fields, payload, want strings.Builder
+	for i := range maxStackFields + 2 {
+		if i > 0 {
+			fields.WriteString(",")
+			payload.WriteString(",")
+			want.WriteString(",")
+		}
+		fmt.Fprintf(&fields, `{"field":"f%d","type":"int32"}`, i)
+		fmt.Fprintf(&payload, `"f%d":%d`, i, i)
+		fmt.Fprintf(&want, `"f%d":%d`, i, i)
+	}
+	c := codecOf(t, `{"type":"struct","fields":[`+fields.String()+`,{"field":"a","type":"string","optional":true}]}`)
+	got, err := c.Append(nil, []byte(`{"\u0061":"x",`+payload.String()+`,"\u0061":"y"}`))
+	if w := `{` + want.String() + `,"a":"y"}`; err != nil || string(got) != w {
+		t.Errorf("got %s, %v; want %s", got, err, w)
+	}
+	c = codecOf(t, `{"type":"struct","fields":[{"field":"l","type":"array","items":{"type":"map","keys":{"type":"string"},"values":{"type":"struct","fields":[{"field":"n","type":"int16"}]}}}]}`)
+	if _, err := c.Append(nil, []byte(`{"l":[{},{"k":{"n":1},"k2":{"n":70000}}]}`)); err == nil || err.Error() != "encoding a JSON Schema body: l[1]{k2}.n: 70000 is not an int16" {
+		t.Errorf("error %v", err)
+	}
 }
