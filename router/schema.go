@@ -307,16 +307,17 @@ func (in schemaInference) infer(name string, n jsonNode) (*connectSchema, error)
 		return &connectSchema{typ: "array", optional: true, items: items}, nil
 	case '{':
 		s := &connectSchema{typ: "struct", optional: true, name: name}
-		for i, key := range n.keys {
+		for _, m := range n.members() {
+			key := n.keys[m.first]
 			fieldName := key
 			if name != "" {
 				fieldName = name + "." + key
 			}
-			fs, err := in.infer(fieldName, n.elems[i])
+			fs, err := in.infer(fieldName, n.elems[m.last])
 			if err != nil {
 				return nil, err
 			}
-			if fs != nil && s.field(key) == nil {
+			if fs != nil {
 				s.fields = append(s.fields, schemaField{name: key, schema: fs})
 			}
 		}
@@ -326,6 +327,43 @@ func (in schemaInference) infer(name string, n jsonNode) (*connectSchema, error)
 		return &connectSchema{typ: "bytes", optional: true}, nil
 	}
 	return nil, nil
+}
+
+// keySpan is one distinct key of an object: where it first appears and
+// where its last value is.
+type keySpan struct{ first, last int }
+
+// members lists an object's distinct keys as Jackson's readTree keeps
+// them (ObjectNode over a LinkedHashMap; JsonNodeDeserializer replaces a
+// repeated key's value with ObjectNode.replace): in the order of their
+// first appearance, each with its last value. encoding/json's Unmarshal
+// also keeps the last value.
+func (n *jsonNode) members() []keySpan {
+	out := make([]keySpan, 0, len(n.keys))
+	if len(n.keys) <= 16 {
+		for i, k := range n.keys {
+			j := 0
+			for j < len(out) && n.keys[out[j].first] != k {
+				j++
+			}
+			if j == len(out) {
+				out = append(out, keySpan{i, i})
+			} else {
+				out[j].last = i
+			}
+		}
+		return out
+	}
+	at := make(map[string]int, len(n.keys))
+	for i, k := range n.keys {
+		if j, ok := at[k]; ok {
+			out[j].last = i
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, keySpan{i, i})
+	}
+	return out
 }
 
 // numberType is the Connect type of a JSON number as Jackson reads it: an
@@ -443,11 +481,4 @@ func (s *connectSchema) fieldIndex(name string) int {
 		}
 	}
 	return -1
-}
-
-func (s *connectSchema) field(name string) *schemaField {
-	if i := s.fieldIndex(name); i >= 0 {
-		return &s.fields[i]
-	}
-	return nil
 }

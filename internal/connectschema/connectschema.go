@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Type is a Connect schema type as JsonConverter names it.
@@ -233,4 +234,31 @@ func SplitKnown(src, schema []byte) (payload []byte, ok bool) {
 		return nil, false
 	}
 	return src[n : len(src)-1], true
+}
+
+// PathError names where in a payload a value did not fit its schema: the
+// path of fields (".a.b"), array elements ("[2]") and map entries ("{k}")
+// from the top, built on the way out of the encoders' recursion, so that a
+// payload that fits costs no path.
+type PathError struct {
+	Path string
+	Err  error
+}
+
+func (p *PathError) Error() string {
+	if p.Path == "" {
+		return p.Err.Error()
+	}
+	return strings.TrimPrefix(p.Path, ".") + ": " + p.Err.Error()
+}
+
+func (p *PathError) Unwrap() error { return p.Err }
+
+// Within puts segment in front of err's path.
+func Within(err error, segment string) error {
+	var p *PathError
+	if errors.As(err, &p) {
+		return &PathError{Path: segment + p.Path, Err: p.Err}
+	}
+	return &PathError{Path: segment, Err: err}
 }

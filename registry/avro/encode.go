@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/outboxrelay/outboxrelay/internal/connectschema"
 )
 
 // encoder writes the Avro binary encoding of one JSON payload, reading it
@@ -17,6 +18,7 @@ type encoder struct {
 	src   []byte
 	pos   int
 	spans []span // pending out-of-order record fields, a stack
+	ends  []int  // where the fields a record has written end, a stack
 	str   []byte // scratch for unescaped strings
 	stack []byte // skip's open containers
 	err   error  // what ended more()'s loop early
@@ -25,7 +27,7 @@ type encoder struct {
 type span struct{ start, end int }
 
 func (e *encoder) reset(src []byte) {
-	e.src, e.pos, e.spans = src, 0, e.spans[:0]
+	e.src, e.pos, e.spans, e.ends, e.err = src, 0, e.spans[:0], e.ends[:0], nil
 }
 
 // document encodes the whole payload: one value, nothing after it.
@@ -41,28 +43,7 @@ func (e *encoder) document(dst []byte, n *node) ([]byte, error) {
 	return dst, nil
 }
 
-// pathError names where in the payload a value did not fit.
-type pathError struct {
-	path string
-	err  error
-}
-
-func (p *pathError) Error() string {
-	if p.path == "" {
-		return p.err.Error()
-	}
-	return strings.TrimPrefix(p.path, ".") + ": " + p.err.Error()
-}
-
-func (p *pathError) Unwrap() error { return p.err }
-
-func within(err error, segment string) error {
-	var p *pathError
-	if errors.As(err, &p) {
-		return &pathError{path: segment + p.path, err: p.err}
-	}
-	return &pathError{path: segment, err: err}
-}
+func within(err error, segment string) error { return connectschema.Within(err, segment) }
 
 func (e *encoder) value(dst []byte, n *node) ([]byte, error) {
 	e.ws()
@@ -131,23 +112,66 @@ func (e *encoder) integer(dst []byte, n *node) ([]byte, error) {
 	return appendLong(dst, v), nil
 }
 
+// float writes a float or double: a JSON number, or one of the strings
+// JsonConverter (Jackson, QUOTE_NON_NUMERIC_NUMBERS) writes for a value
+// that is not finite, "NaN", "Infinity" and "-Infinity" (a double
+// precision or real column holding one), as its IEEE value.
 func (e *encoder) float(dst []byte, k kind) ([]byte, error) {
-	lit, _, err := e.number()
-	if err != nil {
-		return dst, err
+	var f float64
+	if e.src[e.pos] == '"' {
+		start := e.pos
+		s, err := e.str1()
+		if err != nil {
+			return dst, err
+		}
+		var ok bool
+		if f, ok = nonFinite(s); !ok {
+			return dst, fmt.Errorf("%s where a number was expected", e.found(start))
+		}
+	} else {
+		lit, _, err := e.number()
+		if err != nil {
+			return dst, err
+		}
+		bits := 64
+		if k == tFloat {
+			bits = 32
+		}
+		var perr error
+		if f, perr = parseFloat(lit, bits); perr != nil {
+			return dst, fmt.Errorf("%s is not a %s", lit, k)
+		}
 	}
-	bits := 64
-	if k == tFloat {
-		bits = 32
-	}
-	f, perr := parseFloat(lit, bits)
-	if perr != nil {
-		return dst, fmt.Errorf("%s is not a %s", lit, k)
-	}
-	if k == tFloat {
+	switch {
+	case k == tFloat && math.IsNaN(f):
+		return binary.LittleEndian.AppendUint32(dst, javaFloatNaN), nil
+	case k == tFloat:
 		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
+	case math.IsNaN(f):
+		return binary.LittleEndian.AppendUint64(dst, javaDoubleNaN), nil
 	}
 	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+}
+
+// Java's Float.NaN and Double.NaN, the bits Avro's BinaryEncoder writes
+// (floatToRawIntBits, doubleToRawLongBits) for the NaN Double.parseDouble
+// gives; Go's math.NaN() has other payload bits.
+const (
+	javaFloatNaN  = 0x7fc00000
+	javaDoubleNaN = 0x7ff8000000000000
+)
+
+// nonFinite reads Java's text for a float that is not finite.
+func nonFinite(s []byte) (float64, bool) {
+	switch string(s) {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
 }
 
 func (e *encoder) stringValue(dst []byte) ([]byte, error) {
@@ -282,77 +306,50 @@ func (e *encoder) entry(dst []byte, n *node) ([]byte, error) {
 	return dst, e.expect(']')
 }
 
-// record writes the fields in the schema's order; keys the schema has no
-// field for are skipped, a missing key is a null (the field's default, or
-// the null branch).
+// record writes the fields in the schema's order, reading the object once.
+// Keys the schema has no field for are skipped; a missing key is a null
+// (the field's default, or the null branch). Fields in the schema's order
+// are written as they come; a value that comes early keeps its span and is
+// written when its turn comes. A key given twice counts with its last
+// value, as Jackson reads it: from then on every value keeps its span, and
+// at the end the fields already written are kept (their bytes moved, not
+// encoded again) but those whose key came again. Writing the object again
+// from its start instead took time exponential in the depth of a payload
+// repeating a key at every level (TestAppendRepeatedKeysLinear).
 func (e *encoder) record(dst []byte, n *node) ([]byte, error) {
 	e.ws()
-	from, written := e.pos, len(dst)
+	written := len(dst)
 	if e.pos >= len(e.src) || e.src[e.pos] != '{' {
 		return dst, e.mismatch("an object (record " + n.fullName() + ")")
 	}
 	e.pos++
-	next, base, count := 0, -1, int64(0)
-	for e.more('}', count) {
-		if count > 0 {
-			if err := e.expect(','); err != nil {
-				return dst, err
-			}
-		}
-		count++
-		key, err := e.key()
-		if err != nil {
-			return dst, err
-		}
-		i := n.lookup(key, next)
-		switch {
-		case i < 0:
-			err = e.skip()
-		case i < next || (base >= 0 && e.spans[base+i].end > 0):
-			// A key twice: Jackson keeps the last value. Start again,
-			// keeping every field's span.
-			if base >= 0 {
-				e.spans = e.spans[:base]
-			}
-			e.pos = from
-			return e.recordBySpans(dst[:written], n)
-		case i == next:
-			if dst, err = e.value(dst, n.fields[i].typ); err != nil {
-				return dst, within(err, "."+n.fields[i].name)
-			}
-			next++
-		default:
-			if base < 0 {
-				base = len(e.spans)
-				e.spans = append(e.spans, make([]span, len(n.fields))...)
-			}
-			e.ws()
-			start := e.pos
-			err = e.skip()
-			e.spans[base+i] = span{start, e.pos}
-		}
-		if err != nil {
-			return dst, err
-		}
+	r := recordState{n: n, written: written, base: -1, mark: len(e.ends), failed: -1}
+	dst, err := e.readFields(dst, &r)
+	if err == nil {
+		dst, err = e.writeRest(dst, &r)
 	}
-	if e.err != nil {
-		return dst, e.takeErr()
+	if r.base >= 0 {
+		e.spans = e.spans[:r.base]
 	}
-	dst, err := e.rest(dst, n, next, base)
-	if base >= 0 {
-		e.spans = e.spans[:base]
-	}
+	e.ends = e.ends[:r.mark]
 	return dst, err
 }
 
-// recordBySpans reads the whole object keeping the span of each field's
-// last value, then writes the fields (an object with a key twice).
-func (e *encoder) recordBySpans(dst []byte, n *node) ([]byte, error) {
-	if err := e.open('{', "an object"); err != nil {
-		return dst, err
-	}
-	base := len(e.spans)
-	e.spans = append(e.spans, make([]span, len(n.fields))...)
+// recordState is one record being written: the first next fields are in
+// dst after written, field i ending at e.ends[mark+i]; the spans of the
+// others (and of fields whose key came again) are at e.spans[base:].
+type recordState struct {
+	n          *node
+	written    int
+	next       int
+	base, mark int
+	byspans    bool // a key came twice: every value keeps its span
+	failed     int  // the field whose value did not fit, or -1
+	failedErr  error
+}
+
+func (e *encoder) readFields(dst []byte, r *recordState) ([]byte, error) {
+	n := r.n
 	for count := int64(0); e.more('}', count); count++ {
 		if count > 0 {
 			if err := e.expect(','); err != nil {
@@ -363,27 +360,104 @@ func (e *encoder) recordBySpans(dst []byte, n *node) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		i := n.lookup(key, 0)
-		e.ws()
-		start := e.pos
-		if err := e.skip(); err != nil {
-			return dst, err
+		i := n.lookup(key, r.next)
+		switch {
+		case i < 0:
+			err = e.skip()
+		case i == r.next && !r.byspans:
+			e.ws()
+			start := e.pos
+			if r.base >= 0 {
+				e.spans[r.base+i] = span{} // an earlier value of the key
+			}
+			var verr error
+			if dst, verr = e.value(dst, n.fields[i].typ); verr == nil {
+				e.ends = append(e.ends, len(dst))
+				r.next++
+				break
+			}
+			// It may yet come again: keep reading, by spans.
+			dst = dst[:r.end(e, r.next)]
+			r.failed, r.failedErr, r.byspans = i, verr, true
+			e.pos, e.err = start, nil
+			if e.skip() != nil {
+				return dst, within(verr, "."+n.fields[i].name)
+			}
+			e.spanBase(r)
+		default:
+			if i < r.next {
+				r.byspans = true
+			}
+			e.spanBase(r)
+			e.ws()
+			start := e.pos
+			err = e.skip()
+			e.spans[r.base+i] = span{start, e.pos}
 		}
-		if i >= 0 {
-			e.spans[base+i] = span{start, e.pos}
+		if err != nil {
+			return dst, err
 		}
 	}
 	if e.err != nil {
 		return dst, e.takeErr()
 	}
-	dst, err := e.rest(dst, n, 0, base)
-	e.spans = e.spans[:base]
-	return dst, err
+	if r.failed >= 0 && e.spans[r.base+r.failed].end == 0 {
+		return dst, within(r.failedErr, "."+n.fields[r.failed].name)
+	}
+	return dst, nil
 }
 
-// rest writes the fields from next on: the kept spans, else the nulls.
-func (e *encoder) rest(dst []byte, n *node, next, base int) ([]byte, error) {
-	for i := next; i < len(n.fields); i++ {
+// spanBase makes room for the record's field spans.
+func (e *encoder) spanBase(r *recordState) {
+	if r.base < 0 {
+		r.base = len(e.spans)
+		e.spans = append(e.spans, make([]span, len(r.n.fields))...)
+	}
+}
+
+// end is where the bytes of the first i written fields end.
+func (r *recordState) end(e *encoder, i int) int {
+	if i == 0 {
+		return r.written
+	}
+	return e.ends[r.mark+i-1]
+}
+
+// writeRest writes the fields not written yet. When the key of a field
+// already written came again, the fields from the first such one on are
+// written after dst's end (the others copied from their bytes) and moved
+// into place.
+func (e *encoder) writeRest(dst []byte, r *recordState) ([]byte, error) {
+	n := r.n
+	from := r.next
+	if r.base >= 0 {
+		for i := 0; i < r.next; i++ {
+			if e.spans[r.base+i].end > 0 {
+				from = i
+				break
+			}
+		}
+	}
+	if from == r.next {
+		return e.fieldsFrom(dst, n, from, len(n.fields), r.base)
+	}
+	keep, tail := r.end(e, from), len(dst)
+	for i := from; i < len(n.fields); i++ {
+		if i < r.next && e.spans[r.base+i].end == 0 {
+			dst = append(dst, dst[r.end(e, i):r.end(e, i+1)]...)
+			continue
+		}
+		var err error
+		if dst, err = e.fieldsFrom(dst, n, i, i+1, r.base); err != nil {
+			return dst, err
+		}
+	}
+	return dst[:keep+copy(dst[keep:], dst[tail:])], nil
+}
+
+// fieldsFrom writes fields from to end-1 from their spans, else as nulls.
+func (e *encoder) fieldsFrom(dst []byte, n *node, from, end, base int) ([]byte, error) {
+	for i := from; i < end; i++ {
 		f := &n.fields[i]
 		if base >= 0 && e.spans[base+i].end > 0 {
 			saved := e.pos

@@ -50,6 +50,10 @@ func FuzzAppend(f *testing.F) {
 	}
 	for _, p := range payloads {
 		f.Add(uint16(index[p[0]]), []byte(p[1]))
+		if len(p[1]) > 2 && p[1][0] == '{' && p[1][1] != '}' {
+			// every key twice: the last values count
+			f.Add(uint16(index[p[0]]), []byte(p[1][:len(p[1])-1]+","+p[1][1:]))
+		}
 	}
 	codecs := make([]*Codec, len(schemas))
 	parsed := make([]*connectschema.Schema, len(schemas))

@@ -77,6 +77,13 @@ func project(s *connectschema.Schema, v jval) (any, error) {
 	switch v.kind {
 	case 'n':
 		return json.Number(v.text), nil
+	case '"':
+		// A float's infinities as the tests' decoder writes them.
+		if isFloat := s.Type == connectschema.Float || s.Type == connectschema.Double; isFloat && v.text == "Infinity" {
+			return json.Number("1e999"), nil
+		} else if isFloat && v.text == "-Infinity" {
+			return json.Number("-1e999"), nil
+		}
 	case 't', 'f':
 		return v.kind == 't', nil
 	}

@@ -36,7 +36,7 @@ func (c *Codec) Append(dst, payload []byte) ([]byte, error) {
 	if isNull(payload) && c.defaults[c.root] == nil && !c.root.Optional {
 		return dst, errors.New("encoding a JSON Schema body: the payload is null and its schema is required without a default")
 	}
-	out, err := c.encode(dst, c.root, payload, "")
+	out, err := c.encode(dst, c.root, payload)
 	if err != nil {
 		return dst, fmt.Errorf("encoding a JSON Schema body: %w", err)
 	}
@@ -49,7 +49,7 @@ func isNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 // text of the value (nil when absent), which json.Valid accepted. A required
 // value that is null without a default appends nothing (fromConnectData
 // returns null and the struct leaves the field out): the caller checks len.
-func (c *Codec) encode(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
+func (c *Codec) encode(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
 	if isNull(raw) {
 		if d := c.defaults[s]; d != nil {
 			return append(dst, d...), nil
@@ -62,69 +62,82 @@ func (c *Codec) encode(dst []byte, s *connectschema.Schema, raw []byte, path str
 	switch s.Type {
 	case connectschema.Boolean:
 		if string(raw) != "true" && string(raw) != "false" {
-			return dst, mismatch(path, s, raw)
+			return dst, mismatch(s, raw)
 		}
 		return append(dst, raw...), nil
 	case connectschema.Int8, connectschema.Int16, connectschema.Int32, connectschema.Int64:
-		return appendInt(dst, s, raw, path)
+		return appendInt(dst, s, raw)
 	case connectschema.Float, connectschema.Double:
-		return appendFloat(dst, s, raw, path)
+		return appendFloat(dst, s, raw)
 	case connectschema.String:
 		if raw[0] != '"' {
-			return dst, mismatch(path, s, raw)
+			return dst, mismatch(s, raw)
 		}
 		return appendStringValue(dst, raw)
 	case connectschema.Bytes:
-		return appendBytes(dst, s, raw, path)
+		return appendBytes(dst, s, raw)
 	case connectschema.Array:
-		return c.appendArray(dst, s, raw, path)
+		return c.appendArray(dst, s, raw)
 	case connectschema.Map:
-		return c.appendMap(dst, s, raw, path)
+		return c.appendMap(dst, s, raw)
 	case connectschema.Struct:
-		return c.appendStruct(dst, s, raw, path)
+		return c.appendStruct(dst, s, raw)
 	}
-	return dst, fmt.Errorf("%sunknown type %q", at(path), s.Type)
+	return dst, fmt.Errorf("unknown type %q", s.Type)
 }
 
-func (c *Codec) appendArray(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
+func (c *Codec) appendArray(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
 	if raw[0] != '[' {
-		return dst, mismatch(path, s, raw)
+		return dst, mismatch(s, raw)
 	}
 	dst = append(dst, '[')
-	i := 0
-	err := elements(raw, func(item []byte) error {
+	for i, at := 0, firstElement(raw); raw[at] != ']'; i++ {
+		item, next := nextElement(raw, at)
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		var err error
-		dst, err = c.encodeOrNull(dst, s.Items, item, path+"["+strconv.Itoa(i)+"]") // ArrayNode.add(null) adds a NullNode
-		i++
-		return err
-	})
-	if err != nil {
-		return dst, err
+		if dst, err = c.encodeOrNull(dst, s.Items, item); err != nil { // ArrayNode.add(null) adds a NullNode
+			return dst, connectschema.Within(err, "["+strconv.Itoa(i)+"]")
+		}
+		at = next
 	}
 	return append(dst, ']'), nil
 }
 
-func (c *Codec) appendStruct(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
+// maxStackFields is the number of struct fields whose values appendStruct
+// keeps on the stack; a larger struct allocates.
+const maxStackFields = 16
+
+func (c *Codec) appendStruct(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
 	if raw[0] != '{' {
-		return dst, mismatch(path, s, raw)
+		return dst, mismatch(s, raw)
 	}
 	index := c.fields[s]
-	vals := make([][]byte, len(s.Fields))
-	err := members(raw, func(key, val []byte) error {
-		name, err := unquote(key)
-		if err != nil {
-			return err
+	var stack [maxStackFields][]byte
+	var vals [][]byte
+	if len(s.Fields) > maxStackFields {
+		vals = make([][]byte, len(s.Fields))
+	} else {
+		vals = stack[:len(s.Fields)]
+	}
+	for at := firstElement(raw); raw[at] != '}'; {
+		key, val, next := nextMember(raw, at)
+		at = next
+		i, ok := fieldIndex(index, key)
+		if !ok {
+			continue
 		}
-		if i, ok := index[name]; ok {
-			vals[i] = val // a repeated key: the last one, as Jackson reads it
+		if i < 0 {
+			name, err := unquote(key)
+			if err != nil {
+				return dst, err
+			}
+			if i, ok = index[name]; !ok {
+				continue
+			}
 		}
-		return nil
-	})
-	if err != nil {
-		return dst, fmt.Errorf("%s%w", at(path), err)
+		vals[i] = val // a repeated key: the last one, as Jackson reads it
 	}
 	dst = append(dst, '{')
 	first := true
@@ -136,8 +149,9 @@ func (c *Codec) appendStruct(dst []byte, s *connectschema.Schema, raw []byte, pa
 		dst = appendJacksonString(dst, f.Name)
 		dst = append(dst, ':')
 		n := len(dst)
-		if dst, err = c.encode(dst, f.Schema, vals[i], path+"."+f.Name); err != nil {
-			return dst, err
+		var err error
+		if dst, err = c.encode(dst, f.Schema, vals[i]); err != nil {
+			return dst, connectschema.Within(err, "."+f.Name)
 		}
 		if len(dst) == n { // a required field without value: left out
 			dst = dst[:mark]
@@ -146,6 +160,17 @@ func (c *Codec) appendStruct(dst []byte, s *connectschema.Schema, raw []byte, pa
 		first = false
 	}
 	return append(dst, '}'), nil
+}
+
+// fieldIndex looks a key's quoted text up without decoding it when it has
+// no escapes: i < 0 with ok when it must be decoded first, !ok when the
+// struct has no such field.
+func fieldIndex(index map[string]int, key []byte) (i int, ok bool) {
+	if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+		return -1, true
+	}
+	i, ok = index[string(key[1:len(key)-1])]
+	return i, ok
 }
 
 // entry is one map entry: the key decoded (a string, json.Number, bool or
@@ -159,8 +184,8 @@ type entry struct {
 // appendMap: JsonConverter writes a map with string keys as an object and
 // any other as [[key,value],…]; JsonSchemaData writes an object only when
 // the keys are required strings, else [{"key":…,"value":…},…].
-func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
-	entries, err := mapEntries(s, raw, path)
+func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
+	entries, err := mapEntries(s, raw)
 	if err != nil {
 		return dst, err
 	}
@@ -178,22 +203,22 @@ func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, raw []byte, path 
 		if objectMode {
 			k, ok := e.k.(string)
 			if !ok {
-				return dst, fmt.Errorf("%sa key is not a string", at(path))
+				return dst, errors.New("a key is not a string")
 			}
 			dst = appendJacksonString(dst, k)
 			dst = append(dst, ':')
-			if dst, err = c.encodeOrNull(dst, s.Values, e.v, path+"{"+k+"}"); err != nil {
-				return dst, err
+			if dst, err = c.encodeOrNull(dst, s.Values, e.v); err != nil {
+				return dst, connectschema.Within(err, "{"+k+"}")
 			}
 			continue
 		}
 		dst = append(dst, `{"key":`...)
-		if dst, err = c.encodeOrNull(dst, s.Keys, e.raw, path+"{key}"); err != nil {
-			return dst, err
+		if dst, err = c.encodeOrNull(dst, s.Keys, e.raw); err != nil {
+			return dst, connectschema.Within(err, "{key}")
 		}
 		dst = append(dst, `,"value":`...)
-		if dst, err = c.encodeOrNull(dst, s.Values, e.v, path+"{value}"); err != nil {
-			return dst, err
+		if dst, err = c.encodeOrNull(dst, s.Values, e.v); err != nil {
+			return dst, connectschema.Within(err, "{value}")
 		}
 		dst = append(dst, '}')
 	}
@@ -206,7 +231,7 @@ func (c *Codec) appendMap(dst []byte, s *connectschema.Schema, raw []byte, path 
 // mapEntries reads a map as JsonConverter writes it: an object, or an array
 // of [key,value] pairs; or as JsonSchemaData writes it, an array of
 // {"key":…,"value":…} (so that a body re-encodes to itself).
-func mapEntries(s *connectschema.Schema, raw []byte, path string) ([]entry, error) {
+func mapEntries(s *connectschema.Schema, raw []byte) ([]entry, error) {
 	var entries []entry
 	switch raw[0] {
 	case '{':
@@ -221,7 +246,7 @@ func mapEntries(s *connectschema.Schema, raw []byte, path string) ([]entry, erro
 		err := elements(raw, func(e []byte) error {
 			k, v, ok := pair(e)
 			if !ok {
-				return fmt.Errorf("%sentry %d is not a [key,value] pair", at(path), i)
+				return fmt.Errorf("entry %d is not a [key,value] pair", i)
 			}
 			i++
 			entries = append(entries, entry{k: keyValue(k), raw: k, v: v})
@@ -229,7 +254,7 @@ func mapEntries(s *connectschema.Schema, raw []byte, path string) ([]entry, erro
 		})
 		return entries, err
 	}
-	return nil, mismatch(path, s, raw)
+	return nil, mismatch(s, raw)
 }
 
 // pair splits [k,v] or {"key":k,"value":v}.
@@ -319,9 +344,9 @@ func keyID(k any) string {
 
 // encodeOrNull: ObjectNode.set(k, null) and ArrayNode.add(null) store a
 // NullNode.
-func (c *Codec) encodeOrNull(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
+func (c *Codec) encodeOrNull(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
 	n := len(dst)
-	dst, err := c.encode(dst, s, raw, path)
+	dst, err := c.encode(dst, s, raw)
 	if err == nil && len(dst) == n {
 		dst = append(dst, "null"...)
 	}
@@ -341,34 +366,56 @@ func intRange(t connectschema.Type) (lo, hi int64) {
 	return math.MinInt64, math.MaxInt64
 }
 
-func appendInt(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
+func appendInt(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
 	if !isNumber(raw) {
-		return dst, mismatch(path, s, raw)
+		return dst, mismatch(s, raw)
 	}
 	i, err := strconv.ParseInt(string(raw), 10, 64)
 	lo, hi := intRange(s.Type)
 	if err != nil || i < lo || i > hi {
-		return dst, fmt.Errorf("%s%s is not an %s", at(path), raw, s.Type)
+		return dst, fmt.Errorf("%s is not an %s", raw, s.Type)
 	}
 	return strconv.AppendInt(dst, i, 10), nil
 }
 
 func isNumber(raw []byte) bool { return raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9' }
 
-func appendFloat(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
-	if !isNumber(raw) {
-		return dst, mismatch(path, s, raw)
-	}
+// appendFloat writes a float or double as Jackson prints the DoubleNode
+// (FloatNode) fromConnectData makes of it. A value that is not finite —
+// JsonConverter's strings "NaN", "Infinity" and "-Infinity" for a double
+// precision or real column, or a number beyond the type's range, which
+// Double.parseDouble reads as an infinity — is the JSON string of Java's
+// text: Jackson's JsonGenerator.writeNumber(double) writes a non-finite
+// number with writeString while QUOTE_NON_NUMERIC_NUMBERS is on, its
+// default, and Jackson.newObjectMapper (the serializer's mapper) keeps it.
+// Such a body does not validate against its own {"type":"number"}, as
+// Confluent's does not (json.fail.invalid.schema is off by default).
+func appendFloat(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
+	bits := 64
 	if s.Type == connectschema.Float {
-		f, err := strconv.ParseFloat(string(raw), 32)
-		if err != nil {
-			return dst, fmt.Errorf("%s%s is not a float: %w", at(path), raw, err)
-		}
-		return append(dst, javaFloat(float32(noNegativeZero(f)))...), nil
+		bits = 32
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return dst, fmt.Errorf("%s%s is not a double: %w", at(path), raw, err)
+	if raw[0] == '"' {
+		switch string(raw) {
+		case `"NaN"`, `"Infinity"`, `"-Infinity"`:
+			return append(dst, raw...), nil
+		}
+		return dst, mismatch(s, raw)
+	}
+	if !isNumber(raw) {
+		return dst, mismatch(s, raw)
+	}
+	f, err := strconv.ParseFloat(string(raw), bits)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return dst, fmt.Errorf("%s is not a %s: %w", raw, s.Type, err)
+	}
+	if math.IsInf(f, 0) {
+		dst = append(dst, '"')
+		dst = append(dst, javaDouble(f)...)
+		return append(dst, '"'), nil
+	}
+	if bits == 32 {
+		return append(dst, javaFloat(float32(noNegativeZero(f)))...), nil
 	}
 	return append(dst, javaDouble(noNegativeZero(f))...), nil
 }
@@ -397,12 +444,12 @@ func appendStringValue(dst, raw []byte) ([]byte, error) {
 
 // appendBytes: JsonConverter and JsonSchemaData (decimal.format BASE64)
 // both write bytes, Decimal included, as standard base64 with padding.
-func appendBytes(dst []byte, s *connectschema.Schema, raw []byte, path string) ([]byte, error) {
+func appendBytes(dst []byte, s *connectschema.Schema, raw []byte) ([]byte, error) {
 	if raw[0] != '"' {
 		if isNumber(raw) && s.Name == decimalName {
-			return dst, fmt.Errorf("%sa Decimal written as a number (decimal.format=NUMERIC) is not supported: JsonSchemaConverter writes base64", at(path))
+			return dst, errors.New("a Decimal written as a number (decimal.format=NUMERIC) is not supported: JsonSchemaConverter writes base64")
 		}
-		return dst, mismatch(path, s, raw)
+		return dst, mismatch(s, raw)
 	}
 	str, err := unquote(raw)
 	if err != nil {
@@ -410,15 +457,15 @@ func appendBytes(dst []byte, s *connectschema.Schema, raw []byte, path string) (
 	}
 	b, err := base64.StdEncoding.DecodeString(str)
 	if err != nil {
-		return dst, fmt.Errorf("%sbytes are not base64: %w", at(path), err)
+		return dst, fmt.Errorf("bytes are not base64: %w", err)
 	}
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, b)
 	return append(dst, '"'), nil
 }
 
-func mismatch(path string, s *connectschema.Schema, raw []byte) error {
-	return fmt.Errorf("%sa JSON %s for a Connect %s", at(path), jsonKind(raw), s.Type)
+func mismatch(s *connectschema.Schema, raw []byte) error {
+	return fmt.Errorf("a JSON %s for a Connect %s", jsonKind(raw), s.Type)
 }
 
 func jsonKind(raw []byte) string {

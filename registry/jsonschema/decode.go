@@ -149,38 +149,52 @@ func (p *parser) string() (string, error) {
 // members calls fn with each member of the object raw: the key's quoted
 // text and the value's text.
 func members(raw []byte, fn func(key, val []byte) error) error {
-	i := skipSpace(raw, 1)
-	for raw[i] != '}' {
-		kEnd := valueEnd(raw, i)
-		key := raw[i:kEnd]
-		i = skipSpace(raw, kEnd)
-		i = skipSpace(raw, i+1) // :
-		vEnd := valueEnd(raw, i)
-		if err := fn(key, raw[i:vEnd]); err != nil {
+	for at := firstElement(raw); raw[at] != '}'; {
+		key, val, next := nextMember(raw, at)
+		if err := fn(key, val); err != nil {
 			return err
 		}
-		i = skipSpace(raw, vEnd)
-		if raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+		at = next
 	}
 	return nil
 }
 
 // elements calls fn with the text of each element of the array raw.
 func elements(raw []byte, fn func(val []byte) error) error {
-	i := skipSpace(raw, 1)
-	for raw[i] != ']' {
-		end := valueEnd(raw, i)
-		if err := fn(raw[i:end]); err != nil {
+	for at := firstElement(raw); raw[at] != ']'; {
+		val, next := nextElement(raw, at)
+		if err := fn(val); err != nil {
 			return err
 		}
-		i = skipSpace(raw, end)
-		if raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+		at = next
 	}
 	return nil
+}
+
+// firstElement is where the first member or element of the object or
+// array raw starts, or its closing bracket.
+func firstElement(raw []byte) int { return skipSpace(raw, 1) }
+
+// nextMember reads the member at i: its key's quoted text, its value's
+// text, and where the next member (or the closing brace) starts.
+func nextMember(raw []byte, i int) (key, val []byte, next int) {
+	kEnd := valueEnd(raw, i)
+	key = raw[i:kEnd]
+	i = skipSpace(raw, kEnd)
+	i = skipSpace(raw, i+1) // :
+	val, next = nextElement(raw, i)
+	return key, val, next
+}
+
+// nextElement reads the value at i: its text, and where the next one (or
+// the closing bracket) starts.
+func nextElement(raw []byte, i int) (val []byte, next int) {
+	end := valueEnd(raw, i)
+	next = skipSpace(raw, end)
+	if raw[next] == ',' {
+		next = skipSpace(raw, next+1)
+	}
+	return raw[i:end], next
 }
 
 func skipSpace(raw []byte, i int) int {

@@ -272,7 +272,7 @@ func (c *Codec) annotate(n *node, s *connectschema.Schema, path string) error {
 		if !json.Valid(s.Default) {
 			return fmt.Errorf("%sdefault: not JSON", at(path))
 		}
-		body, err := c.encode(nil, s, s.Default, path)
+		body, err := c.encode(nil, s, s.Default)
 		if err != nil {
 			return fmt.Errorf("%sdefault: %w", at(path), err)
 		}

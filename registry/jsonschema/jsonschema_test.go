@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -347,15 +348,7 @@ func TestMapOrderAndNumbers(t *testing.T) {
 			`[{"key":0,"value":true},{"key":4294967296,"value":true},{"key":1,"value":false}]`},
 		{`{"type":"array","items":{"type":"double"}}`, `[-0.0,5e-324,8.41e21]`, `[0.0,4.9E-324,8.41E21]`},
 	} {
-		s, err := connectschema.Parse([]byte(tc.schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Compile(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := c.Append(nil, []byte(tc.payload))
+		got, err := codecOf(t, tc.schema).Append(nil, []byte(tc.payload))
 		if err != nil || string(got) != tc.want {
 			t.Errorf("Append(%s) = %s, %v; want %s", tc.payload, got, err, tc.want)
 		}
@@ -376,5 +369,72 @@ func TestRequiredNullLeftOut(t *testing.T) {
 	}
 	if got, err := c.Append(nil, []byte(`{"a":null}`)); err != nil || string(got) != `{"b":null}` {
 		t.Fatalf("got %s, %v", got, err)
+	}
+}
+
+// Regression: appendFloat refused "NaN", "Infinity" and "-Infinity", the
+// strings JsonConverter writes for a double precision or real column that
+// is not finite, and a number beyond a double's range. JsonSchemaConverter
+// writes the DoubleNode (FloatNode) with Jackson's JsonGenerator, whose
+// QUOTE_NON_NUMERIC_NUMBERS (on by default, kept by Jackson.newObjectMapper)
+// writes a non-finite number as the string of Java's text.
+func TestNonFiniteFloats(t *testing.T) {
+	const rec = `{"type":"struct","fields":[{"field":"d","type":"double","optional":true},{"field":"f","type":"float","optional":true}]}`
+	for _, tc := range []struct{ payload, want string }{
+		{`{"d":"NaN","f":"NaN"}`, `{"d":"NaN","f":"NaN"}`},
+		{`{"d":"Infinity","f":"-Infinity"}`, `{"d":"Infinity","f":"-Infinity"}`},
+		{`{"d":1e400,"f":-1e39}`, `{"d":"Infinity","f":"-Infinity"}`},
+		{`{"d":-1e400,"f":3.4e38}`, `{"d":"-Infinity","f":3.4E38}`},
+		{`{"d":1.5,"f":null}`, `{"d":1.5,"f":null}`},
+	} {
+		got, err := codecOf(t, rec).Append(nil, []byte(tc.payload))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Append(%s) = %s, %v; want %s", tc.payload, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`"nan"`, `"Inf"`, `""`} {
+		if _, err := codecOf(t, `{"type":"double"}`).Append(nil, []byte(bad)); err == nil || !strings.Contains(err.Error(), "a JSON string for a Connect double") {
+			t.Errorf("Append(%s) = %v, want a refusal", bad, err)
+		}
+	}
+}
+
+// codecOf compiles a Connect schema in JsonConverter's layout.
+func codecOf(t *testing.T, schema string) *Codec {
+	t.Helper()
+	s, err := connectschema.Parse([]byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The encode path builds no path strings and decodes no keys unless it
+// must: a struct of more than maxStackFields fields, a key with escapes
+// and an error's path still work.
+func TestStructKeysAndPaths(t *testing.T) {
+	var fields, payload, want strings.Builder
+	for i := range maxStackFields + 2 {
+		if i > 0 {
+			fields.WriteString(",")
+			payload.WriteString(",")
+			want.WriteString(",")
+		}
+		fmt.Fprintf(&fields, `{"field":"f%d","type":"int32"}`, i)
+		fmt.Fprintf(&payload, `"f%d":%d`, i, i)
+		fmt.Fprintf(&want, `"f%d":%d`, i, i)
+	}
+	c := codecOf(t, `{"type":"struct","fields":[`+fields.String()+`,{"field":"a","type":"string","optional":true}]}`)
+	got, err := c.Append(nil, []byte(`{"\u0061":"x",`+payload.String()+`,"\u0061":"y"}`))
+	if w := `{` + want.String() + `,"a":"y"}`; err != nil || string(got) != w {
+		t.Errorf("got %s, %v; want %s", got, err, w)
+	}
+	c = codecOf(t, `{"type":"struct","fields":[{"field":"l","type":"array","items":{"type":"map","keys":{"type":"string"},"values":{"type":"struct","fields":[{"field":"n","type":"int16"}]}}}]}`)
+	if _, err := c.Append(nil, []byte(`{"l":[{},{"k":{"n":1},"k2":{"n":70000}}]}`)); err == nil || err.Error() != "encoding a JSON Schema body: l[1]{k2}.n: 70000 is not an int16" {
+		t.Errorf("error %v", err)
 	}
 }
