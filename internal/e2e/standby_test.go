@@ -76,7 +76,7 @@ func testStandbyDecode(t *testing.T, major int) {
 	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "500",
 		"heartbeat.action.query": "INSERT INTO public.heartbeat VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET beats = heartbeat.beats + 1"})
 
-	checkStandby(t, cfg, standby, p.standby.Port)
+	checkStandby(t, cfg, admin, standby, p.standby.Port)
 	started := time.Now()
 	r := startRelayHTTP(t, cfg)
 	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
@@ -339,21 +339,49 @@ func TestStandbyRefused(t *testing.T) {
 // checkStandby: outboxrelay check on a good standby setup passes and
 // lists the standby's lines; with hot_standby_feedback off it fails
 // saying how to fix it (the setting is restored after).
-func checkStandby(t *testing.T, cfg string, standby *pgx.Conn, port int) {
+func checkStandby(t *testing.T, cfg string, admin, standby *pgx.Conn, port int) {
 	t.Helper()
 	out, code := runCheck(t, cfg)
-	for _, w := range []string{"✓ hot standby", fmt.Sprintf("✓ standby 127.0.0.1:%d/postgres hot_standby_feedback: on", port), "replay", "✓ primary 127.0.0.1:", "wal_level: logical"} {
+	where := fmt.Sprintf("standby 127.0.0.1:%d/postgres", port)
+	for _, w := range []string{"✓ hot standby", "✓ " + where + " hot_standby_feedback: on", "✓ " + where + " replay: ", "✓ primary 127.0.0.1:", "wal_level: logical"} {
 		if code != 0 || !strings.Contains(out, w) {
 			t.Fatalf("check on the standby: exit %d; want 0 and %q in:\n%s", code, w, out)
 		}
 	}
-	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = off`, `SELECT pg_reload_conf()`)
-	time.Sleep(300 * time.Millisecond)
+	setFeedback(t, admin, standby, "off")
 	out, code = runCheck(t, cfg)
-	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = on`, `SELECT pg_reload_conf()`)
-	want := fmt.Sprintf("✗ standby 127.0.0.1:%d/postgres hot_standby_feedback: off", port)
+	setFeedback(t, admin, standby, "on")
+	want := "✗ " + where + " hot_standby_feedback: off"
 	if code == 0 || !strings.Contains(out, want) || !strings.Contains(out, "ALTER SYSTEM SET hot_standby_feedback = on") {
 		t.Fatalf("check with hot_standby_feedback off: exit %d; want a failure %q with its fix in:\n%s", code, want, out)
 	}
 	t.Logf("check on the standby:\n%s", out)
+}
+
+// setFeedback sets hot_standby_feedback on the standby and waits until a
+// new session sees it and, when on, until the primary's physical slot holds
+// an xmin again (as PostgreSQL's own tests wait, in
+// change_hot_standby_feedback_and_wait_for_xmins): a relay started before
+// that can lose rows to the primary's vacuum (rows_removed).
+func setFeedback(t *testing.T, admin, standby *pgx.Conn, value string) {
+	t.Helper()
+	pgExec(t, standby, `ALTER SYSTEM SET hot_standby_feedback = `+value, `SELECT pg_reload_conf()`)
+	cfg := standby.Config()
+	waitFor(t, "hot_standby_feedback = "+value+" on the standby", 30*time.Second, func() bool {
+		conn, err := pgx.Connect(context.Background(), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", cfg.Port))
+		if err != nil {
+			return false
+		}
+		defer conn.Close(context.Background())
+		var got string
+		_ = conn.QueryRow(context.Background(), `SHOW hot_standby_feedback`).Scan(&got)
+		return got == value
+	})
+	if value == "on" {
+		waitFor(t, "the primary's slot "+testbed.StandbySlot+" to hold the standby's xmin", 30*time.Second, func() bool {
+			var held bool
+			_ = admin.QueryRow(context.Background(), `SELECT xmin IS NOT NULL FROM pg_replication_slots WHERE slot_name = $1`, testbed.StandbySlot).Scan(&held)
+			return held
+		})
+	}
 }
