@@ -170,6 +170,7 @@ func (s *Source) open(ctx context.Context, known capture.Known) (_ *stream, err 
 	st := newStream(s, conn, repl)
 	defer func() {
 		if err != nil {
+			err = standbyError(err, st.srv != nil && st.srv.InRecovery)
 			st.closeConns()
 		}
 	}()

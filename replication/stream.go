@@ -104,8 +104,16 @@ func (s *stream) startReplication(ctx context.Context) error {
 
 // Next yields the next event: a snapshot row while the snapshot lasts,
 // then what the server streams. The receive deadline doubles as the status
-// timer.
+// timer. On a hot standby a 40001 or 40P01 is an ErrRecoveryConflict.
 func (s *stream) Next(ctx context.Context) (*capture.Event, error) {
+	ev, err := s.next(ctx)
+	if err != nil {
+		return nil, standbyError(err, s.srv.InRecovery)
+	}
+	return ev, nil
+}
+
+func (s *stream) next(ctx context.Context) (*capture.Event, error) {
 	if s.ended {
 		return nil, capture.ErrEnd
 	}
