@@ -284,7 +284,7 @@ func (s *Source) create(ctx context.Context, st *stream) error {
 	// failover then).
 	stop := func() {}
 	if st.srv.InRecovery {
-		stop = logStandbySnapshots(ctx, s.cfg.Primary(), s.opt.Log)
+		stop = logStandbySnapshots(ctx, s.cfg.Primary(), s.cfg.Slot, s.opt.Log)
 	}
 	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.cfg.SlotFailover && !withSnapshot, s.opt.Log)
 	stop()
