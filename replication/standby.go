@@ -3,7 +3,9 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -145,4 +147,139 @@ func (n *standbyNudger) warn(err error, failures int) {
 	}
 	n.log.Warn("slot creation on the standby: waiting for WAL from the primary (a running-xacts record); it cannot finish while database.primary.hostname is unreachable or writes no WAL; retrying",
 		"slot", n.slot, "primary", n.where, "err", err, "failures", failures, "retry_every", n.retry.String())
+}
+
+const (
+	// standbyHeartbeatTimeout bounds a heartbeat's work on a hot standby
+	// session: pg_is_in_recovery() on the stream's server, then connecting
+	// to the primary and running heartbeat.action.query there. A status
+	// update is sent just before, so the walsender hears from the relay
+	// at least this often, well under wal_sender_timeout/2 (60 s/2 by
+	// default).
+	standbyHeartbeatTimeout = 10 * time.Second
+	// standbyHeartbeatHoldOff: after a heartbeat on the primary timed out
+	// (a host that drops packets), the query is not tried on it again
+	// before this much time, so that the stream is held at most a sixth
+	// of the time; a primary that refuses or fails fast is tried at every
+	// heartbeat.
+	standbyHeartbeatHoldOff = time.Minute
+	// standbyHeartbeatWarnEvery is how often a lasting failure of the
+	// primary is logged.
+	standbyHeartbeatWarnEvery = time.Minute
+)
+
+// primaryHealth is how heartbeats on database.primary.hostname have gone
+// lately.
+type primaryHealth struct {
+	failures int       // in a row
+	lastWarn time.Time // zero: none logged since the last success
+	holdOff  time.Time // no try before
+}
+
+// stillStandby asks the stream's own server whether it is still in
+// recovery. A logical walsender outlives a promotion, so the session
+// does: once promoted, heartbeat.action.query runs on the stream's
+// server (which now writes the WAL the slot reads), never again on the
+// old primary, which may be gone or, in a split brain, a diverged
+// database whose WAL never reaches the slot.
+func (s *stream) stillStandby(ctx context.Context) (bool, error) {
+	qctx, cancel := context.WithTimeout(ctx, standbyHeartbeatTimeout)
+	defer cancel()
+	var standby bool
+	if err := s.conn.QueryRow(qctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
+		return false, fmt.Errorf("heartbeat: SELECT pg_is_in_recovery() on database.hostname: %w", err)
+	}
+	if !standby {
+		s.srv.InRecovery = false
+		s.closePrimary()
+		s.src.opt.Log.Info("database.hostname was promoted: heartbeat.action.query now runs there, no longer on database.primary.hostname",
+			"host", s.cfg.Where(), "primary", s.cfg.Primary().Where())
+	}
+	return standby, nil
+}
+
+// standbyHeartbeat runs heartbeat.action.query on database.primary.hostname
+// for a session on a hot standby. Decoding does not need the primary:
+// when it cannot be reached, refuses the connection or fails, the
+// heartbeat is logged (a WARN at the first failure, then every
+// standbyHeartbeatWarnEvery), its connection closed (it is opened again at
+// the next heartbeat) and the session goes on; the heartbeat record is
+// still emitted. Only a query the primary rejects as written
+// (heartbeatQueryWrong) ends the relay, as it does on a primary.
+func (s *stream) standbyHeartbeat(ctx context.Context, now time.Time) error {
+	if now.Before(s.pri.holdOff) {
+		return nil
+	}
+	if err := s.maybeStatus(ctx, now, true); err != nil {
+		return err
+	}
+	hctx, cancel := context.WithTimeout(ctx, standbyHeartbeatTimeout)
+	defer cancel()
+	err := s.onPrimary(hctx)
+	log, primary := s.src.opt.Log, s.cfg.Primary().Where()
+	if err == nil {
+		if s.pri.failures > 0 {
+			log.Info("heartbeat.action.query runs on database.primary.hostname again", "primary", primary, "failures", s.pri.failures)
+		}
+		s.pri = primaryHealth{}
+		return nil
+	}
+	s.closePrimary()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if heartbeatQueryWrong(err) {
+		return fmt.Errorf("running heartbeat.action.query on database.primary.hostname %s: %w", primary, err)
+	}
+	s.pri.failures++
+	holdOff := time.Duration(0)
+	if hctx.Err() != nil {
+		holdOff = standbyHeartbeatHoldOff
+		s.pri.holdOff = now.Add(holdOff)
+	}
+	if s.pri.lastWarn.IsZero() || now.Sub(s.pri.lastWarn) >= standbyHeartbeatWarnEvery {
+		s.pri.lastWarn = now
+		log.Warn("heartbeat: heartbeat.action.query failed on database.primary.hostname; decoding on the standby goes on and heartbeat records are still sent, but a quiet database's slot may not advance until the primary takes the query again",
+			"primary", primary, "err", err, "failures", s.pri.failures, "next_try_in", max(holdOff, s.cfg.HeartbeatInterval).String())
+	}
+	return nil
+}
+
+// onPrimary connects to database.primary.hostname if need be and runs
+// heartbeat.action.query there.
+func (s *stream) onPrimary(ctx context.Context) error {
+	if s.primary == nil {
+		conn, err := s.cfg.Primary().Connect(ctx)
+		if err != nil {
+			return fmt.Errorf("connecting: %w", err)
+		}
+		s.primary = conn
+	}
+	if _, err := s.primary.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
+		return fmt.Errorf("running heartbeat.action.query: %w", err)
+	}
+	return nil
+}
+
+// closePrimary closes database.primary.hostname's connection, if open.
+func (s *stream) closePrimary() {
+	if s.primary == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = s.primary.Close(ctx)
+	s.primary = nil
+}
+
+// heartbeatQueryWrong: the primary answered heartbeat.action.query with a
+// syntax or access rule error (SQLSTATE class 42): the query or the
+// role's privileges are wrong, which no retry mends; it ends the relay as
+// the same error does on a primary. A failure to connect (refused,
+// timed out, bad credentials, a server that is not read-write) and every
+// other error of a connected primary is not (see standbyHeartbeat).
+func heartbeatQueryWrong(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &connectErr) && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
 }

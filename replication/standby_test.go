@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -216,4 +217,30 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestHeartbeatQueryWrong pins i30 review finding 2: on a standby session
+// any failure of database.primary.hostname ended the session, so a primary
+// down (or a wrong database.primary.port) stopped all decoding. Only a
+// query the primary rejects as written still ends the relay, as on a
+// primary; everything about reaching the primary is a WARN.
+func TestHeartbeatQueryWrong(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"syntax error", fmt.Errorf("running heartbeat.action.query: %w", &pgconn.PgError{Code: "42601"}), true},
+		{"no privilege on the heartbeat table", &pgconn.PgError{Code: "42501"}, true},
+		{"refused", fmt.Errorf("connecting: %w", &pgconn.ConnectError{}), false},
+		{"timed out", fmt.Errorf("running heartbeat.action.query: %w", context.DeadlineExceeded), false},
+		{"read-only: the primary was demoted", &pgconn.PgError{Code: "25006"}, false},
+		{"shutting down", &pgconn.PgError{Code: "57P01"}, false},
+		{"connection lost", io.ErrUnexpectedEOF, false},
+	}
+	for _, c := range cases {
+		if got := heartbeatQueryWrong(c.err); got != c.want {
+			t.Errorf("%s: heartbeatQueryWrong(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
 }
