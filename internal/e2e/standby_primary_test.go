@@ -3,8 +3,11 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +23,10 @@ const standbyHeartbeatQuery = "INSERT INTO public.heartbeat VALUES (1, 1) ON CON
 // startStandbyHeartbeatRelay makes a pair of PostgreSQL major with the
 // outbox and the heartbeat table, and starts the relay on its standby
 // with heartbeat.action.query every 300 ms; it returns once the slot is
-// active.
-func startStandbyHeartbeatRelay(t *testing.T, major int, prefix string) (sp *testbed.StandbyPair, p pgPair, admin, standby *pgx.Conn, r *relayProc, name string) {
+// active. standbyConf is added to the standby's configuration.
+func startStandbyHeartbeatRelay(t *testing.T, major int, prefix, standbyConf string) (sp *testbed.StandbyPair, p pgPair, admin, standby *pgx.Conn, r *relayProc, name string) {
 	t.Helper()
-	sp = testbed.StartStandbyPair(t, major, "", "")
+	sp = testbed.StartStandbyPair(t, major, "", standbyConf)
 	p = pgPair{primary: sp.Primary, standby: sp.Standby}
 	admin, standby = pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
 	name = fmt.Sprintf("%s%d_%d", prefix, major, time.Now().UnixNano()%1e9)
@@ -73,7 +76,7 @@ func TestStandbyPrimaryDown(t *testing.T) {
 }
 
 func testStandbyPrimaryDown(t *testing.T, major int) {
-	sp, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "pd")
+	sp, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "pd", "")
 	waitFor(t, "heartbeat.action.query to run on the primary", 10*time.Second, func() bool { return beats(t, admin) > 0 })
 
 	// Rows the standby receives but replays only after the primary is
@@ -113,6 +116,11 @@ func testStandbyPrimaryDown(t *testing.T, major int) {
 	before := beats(t, back)
 	waitFor(t, "heartbeat.action.query to run on the primary again", 10*time.Second, func() bool { return beats(t, back) > before })
 	log = r.log()
+	// Every heartbeat while the primary was down failed (refused), and
+	// none ended the session.
+	if n, _ := strconv.Atoi(r.logValue("heartbeat.action.query runs on database.primary.hostname again", "failures")); n < 3 {
+		t.Errorf("primary back: %d heartbeats failed while it was down; want every one of them (3 s, one every 300 ms)", n)
+	}
 	if !strings.Contains(log, "heartbeat.action.query runs on database.primary.hostname again") || strings.Contains(log, "session failed") || strings.Contains(log, "level=ERROR") || r.exited() {
 		t.Fatalf("primary back: want the heartbeats back, no session failure, no error, the relay running\nrelay log:\n%s", r.logTail(30))
 	}
@@ -132,7 +140,7 @@ func TestStandbyPromotedHeartbeat(t *testing.T) {
 }
 
 func testStandbyPromotedHeartbeat(t *testing.T, major int) {
-	sp, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "ph")
+	sp, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "pp", "")
 	waitFor(t, "heartbeat.action.query to run on the primary", 10*time.Second, func() bool { return beats(t, admin) > 0 })
 	pgExec(t, admin, `INSERT INTO public.outbox (aggregatetype, aggregateid, payload) SELECT 'orders', 'agg-' || g, jsonb_build_object('g', g) FROM generate_series(1, 100) g`)
 	sp.WaitReplayed(t, admin, standby, 10*time.Second)
@@ -156,5 +164,89 @@ func testStandbyPromotedHeartbeat(t *testing.T, major int) {
 		major, onOld, promotedAt, beats(t, standby), records, len(miss), strings.Count(log, "session failed"))
 	if len(miss) > 0 || strings.Contains(log, "session failed") || strings.Contains(log, "level=ERROR") || r.exited() {
 		t.Fatalf("promoted: %d events missing; want 0, no session failure, no error, the relay running\nrelay log:\n%s", len(miss), r.logTail(30))
+	}
+}
+
+// freezeCluster stops every process of pg with SIGSTOP, as a host that
+// stops answering: connections are accepted by the kernel and never
+// answered. The returned function resumes them (SIGCONT); so does the
+// test's clean-up.
+func freezeCluster(t *testing.T, pg testbed.PrivateCluster) (thaw func()) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(pg.Data, "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	postmaster, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{postmaster}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		s, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(s[strings.LastIndexByte(string(s), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(postmaster) {
+			if pid, err := strconv.Atoi(strings.Fields(string(s))[0]); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	thawed := false
+	thaw = func() {
+		if thawed {
+			return
+		}
+		thawed = true
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// TestStandbyPrimaryHung pins the other half of i30 review finding 2: a
+// primary that stops answering (here every process of it stopped with
+// SIGSTOP; a blackholed host behaves alike) held the standby's stream in
+// heartbeat.action.query with no bound and no status update, so the
+// standby's walsender dropped the relay at wal_sender_timeout (15 s here).
+// Now the heartbeat gives up after 10 s, a status update having been sent
+// just before: the slot's walsender on the standby is the same throughout,
+// no session fails, and rows committed once the primary answers again are
+// delivered. PostgreSQL 17 only: the wait is the test's cost, and the
+// behaviour is the relay's, not the server's.
+func TestStandbyPrimaryHung(t *testing.T) {
+	const major = 17
+	_, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "ph", "wal_sender_timeout = '15s'")
+	waitFor(t, "heartbeat.action.query to run on the primary", 10*time.Second, func() bool { return beats(t, admin) > 0 })
+	walsender := func() (pid int) {
+		_ = standby.QueryRow(context.Background(), `SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid)
+		return pid
+	}
+	before := walsender()
+	thaw := freezeCluster(t, p.primary)
+	frozen := time.Now()
+	waitFor(t, "the heartbeat on the hung primary to give up", 14*time.Second, func() bool {
+		return strings.Contains(r.log(), "heartbeat.action.query failed on database.primary.hostname")
+	})
+	gaveUp := time.Since(frozen)
+	time.Sleep(time.Until(frozen.Add(17 * time.Second))) // past wal_sender_timeout
+	after := walsender()
+	thaw()
+	pgExec(t, admin, `INSERT INTO public.outbox (aggregatetype, aggregateid, payload) SELECT 'orders', 'agg-' || g, jsonb_build_object('g', g) FROM generate_series(1, 100) g`)
+	miss, records := missing(t, standby, name+".orders", 15*time.Second)
+	log := r.log()
+	t.Logf("PostgreSQL %d, primary hung 17 s: the heartbeat gave up after %s; the slot's walsender pid %d before, %d after; %d records, %d missing, %d session failures",
+		major, gaveUp.Round(100*time.Millisecond), before, after, records, len(miss), strings.Count(log, "session failed"))
+	if gaveUp > 12*time.Second || before == 0 || after != before || len(miss) > 0 || strings.Contains(log, "session failed") || r.exited() {
+		t.Fatalf("primary hung: want the heartbeat to give up within about 10 s, the same walsender, 0 missing, no session failure\nrelay log:\n%s", r.logTail(30))
 	}
 }
