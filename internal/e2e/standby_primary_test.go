@@ -26,6 +26,18 @@ const standbyHeartbeatQuery = "INSERT INTO public.heartbeat VALUES (1, 1) ON CON
 // active. standbyConf is added to the standby's configuration.
 func startStandbyHeartbeatRelay(t *testing.T, major int, prefix, standbyConf string) (sp *testbed.StandbyPair, p pgPair, admin, standby *pgx.Conn, r *relayProc, name string) {
 	t.Helper()
+	sp, p, admin, standby, name = standbyOutbox(t, major, prefix, standbyConf)
+	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "300", "heartbeat.action.query": standbyHeartbeatQuery})
+	r = startRelay(t, cfg)
+	testbed.WaitSlotActive(t, standby, name, 30*time.Second)
+	return sp, p, admin, standby, r, name
+}
+
+// standbyOutbox makes a pair of PostgreSQL major, the outbox, its
+// publication and the heartbeat table on the primary, replayed on the
+// standby.
+func standbyOutbox(t *testing.T, major int, prefix, standbyConf string) (sp *testbed.StandbyPair, p pgPair, admin, standby *pgx.Conn, name string) {
+	t.Helper()
 	sp = testbed.StartStandbyPair(t, major, "", standbyConf)
 	p = pgPair{primary: sp.Primary, standby: sp.Standby}
 	admin, standby = pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
@@ -33,10 +45,7 @@ func startStandbyHeartbeatRelay(t *testing.T, major int, prefix, standbyConf str
 	p.outbox(t, admin, name)
 	pgExec(t, admin, `CREATE TABLE IF NOT EXISTS public.heartbeat (id int PRIMARY KEY, beats bigint NOT NULL)`)
 	sp.WaitReplayed(t, admin, standby, 30*time.Second)
-	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "300", "heartbeat.action.query": standbyHeartbeatQuery})
-	r = startRelay(t, cfg)
-	testbed.WaitSlotActive(t, standby, name, 30*time.Second)
-	return sp, p, admin, standby, r, name
+	return sp, p, admin, standby, name
 }
 
 // beats is the heartbeat count on conn's server, 0 before the first.
@@ -266,12 +275,7 @@ func TestStandbyPrimaryHung(t *testing.T) {
 // PostgreSQL 17 only, to keep make test short: the loop is the relay's.
 func TestStandbyCreateWithPrimaryDown(t *testing.T) {
 	const major = 17
-	sp := testbed.StartStandbyPair(t, major, "", "")
-	p := pgPair{primary: sp.Primary, standby: sp.Standby}
-	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
-	name := fmt.Sprintf("cd%d_%d", major, time.Now().UnixNano()%1e9)
-	p.outbox(t, admin, name)
-	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	sp, p, _, standby, name := standbyOutbox(t, major, "cd", "")
 	stopCluster(t, p.primary)
 	r := startRelay(t, standbyConfig(t, p, name, nil))
 	waitFor(t, "the relay to say that slot creation waits for the primary", 10*time.Second, func() bool {
