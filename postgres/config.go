@@ -36,6 +36,9 @@ type Config struct {
 	// PrimaryPort is database.primary.port, default 5432.
 	PrimaryHost string
 	PrimaryPort int
+	// readWrite: connect only to a read-write server, within
+	// connect_timeout, even with one host (Primary sets it).
+	readWrite   bool
 	User        string // database.user (required)
 	Password    string // database.password; never logged
 	DBName      string // database.dbname (required)
@@ -190,7 +193,7 @@ func (c *Config) dsn(replication bool) string {
 		ports[i] = strconv.Itoa(p)
 	}
 	kv("port", strings.Join(ports, ","))
-	if len(hosts) > 1 {
+	if len(hosts) > 1 || c.readWrite {
 		kv("target_session_attrs", "read-write")
 		// A dead host that drops packets must not hold the failover for
 		// the kernel's connect timeout (about two minutes) per attempt.
@@ -301,6 +304,11 @@ func (c *Config) ForHost(i int) *Config {
 // rather than the standby's primary_conninfo: that string is the standby's
 // replication credentials (often another role), visible only to roles with
 // pg_read_all_settings, and may name an upstream standby of a cascade.
+// Its connections ask for target_session_attrs=read-write, so that a
+// former primary now in recovery (after a failover, or rebuilt as a
+// standby) is refused rather than written to, and connect_timeout=10, so
+// that a host that drops packets does not hold the caller for the
+// kernel's connect timeout (about two minutes).
 func (c *Config) Primary() *Config {
 	if c.PrimaryHost == "" {
 		return nil
@@ -308,6 +316,7 @@ func (c *Config) Primary() *Config {
 	p := *c
 	p.Host, p.Port, p.Ports = c.PrimaryHost, c.PrimaryPort, []int{c.PrimaryPort}
 	p.PrimaryHost, p.PrimaryPort = "", 0
+	p.readWrite = true
 	return &p
 }
 

@@ -297,6 +297,22 @@ func TestPrimary(t *testing.T) {
 	if p == nil || p.Host != "primary" || p.Port != 5432 || len(p.Ports) != 1 || p.Ports[0] != 5432 || p.User != "u" || p.Password != "pw" || p.DBName != "d" || p.Primary() != nil {
 		t.Fatalf("Primary() = %+v; want primary:5432 with the standby's user, password and database", p)
 	}
+	// i30 review findings 1 and 2: a former primary now in recovery was
+	// written to, and a primary that drops packets held the stream for the
+	// kernel's connect timeout; the standby's own connection stays as it
+	// was.
+	pc, err := p.ConnConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dsn := p.dsn(false); !strings.Contains(dsn, "target_session_attrs='read-write'") || !strings.Contains(dsn, "connect_timeout='10'") ||
+		pc.ValidateConnect == nil || pc.ConnectTimeout != 10*time.Second {
+		t.Errorf("Primary(): %s, ConnectTimeout %s, ValidateConnect set %v; want target_session_attrs=read-write and connect_timeout=10",
+			dsn, pc.ConnectTimeout, pc.ValidateConnect != nil)
+	}
+	if dsn := c.dsn(false); strings.Contains(dsn, "target_session_attrs") || strings.Contains(dsn, "connect_timeout") {
+		t.Errorf("the standby's own connection: %s; want neither target_session_attrs nor connect_timeout", dsn)
+	}
 	m["database.primary.port"] = "6543"
 	if c, err = ParseConfig(m); err != nil {
 		t.Fatal(err)

@@ -111,7 +111,12 @@ func (s *stream) nextSnapshot(ctx context.Context) (*capture.Event, error) {
 // SnapshotDone drops the pending marker now that Kafka acknowledged every
 // snapshot row, then starts streaming, or ends the stream under
 // snapshot.mode=initial_only.
+// On a hot standby a 40001 or 40P01 is an ErrRecoveryConflict.
 func (s *stream) SnapshotDone(ctx context.Context) error {
+	return standbyError(s.snapshotDone(ctx), s.srv.InRecovery)
+}
+
+func (s *stream) snapshotDone(ctx context.Context) error {
 	r := s.snap
 	if r == nil || r.step != snapDone {
 		return errNoSnapshot

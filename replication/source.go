@@ -170,6 +170,7 @@ func (s *Source) open(ctx context.Context, known capture.Known) (_ *stream, err 
 	st := newStream(s, conn, repl)
 	defer func() {
 		if err != nil {
+			err = standbyError(err, st.srv != nil && st.srv.InRecovery)
 			st.closeConns()
 		}
 	}()
@@ -292,7 +293,7 @@ func (s *Source) create(ctx context.Context, st *stream) error {
 	// failover then).
 	stop := func() {}
 	if st.srv.InRecovery {
-		stop = logStandbySnapshots(ctx, s.cfg.Primary(), s.opt.Log)
+		stop = logStandbySnapshots(ctx, s.cfg.Primary(), s.cfg.Slot, s.opt.Log)
 	}
 	created, err := createSlot(ctx, st.repl, s.cfg.Slot, withSnapshot, s.cfg.SlotFailover && !withSnapshot, s.opt.Log)
 	stop()

@@ -1,11 +1,16 @@
 package replication
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -95,6 +100,182 @@ func TestSampleRefused(t *testing.T) {
 	} {
 		if got := sampleRefused(c.err, c.closed); got != c.want {
 			t.Errorf("%s: sampleRefused = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// fakePrimary is database.primary.hostname for standbyNudger: connects
+// are refused while refuse > 0, and Exec answers with execErr(call).
+type fakePrimary struct {
+	mu       sync.Mutex
+	refuse   int
+	connects int
+	calls    int
+	closed   int
+	execErr  func(call int) error
+}
+
+func (f *fakePrimary) connect(ctx context.Context) (snapshotCaller, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.connects++
+	if f.refuse > 0 {
+		f.refuse--
+		return nil, &pgconn.ConnectError{}
+	}
+	return fakePrimaryConn{f}, nil
+}
+
+func (f *fakePrimary) count() (connects, calls, closed int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.connects, f.calls, f.closed
+}
+
+type fakePrimaryConn struct{ f *fakePrimary }
+
+func (c fakePrimaryConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.calls++
+	if c.f.execErr != nil {
+		return pgconn.CommandTag{}, c.f.execErr(c.f.calls)
+	}
+	return pgconn.CommandTag{}, nil
+}
+
+func (c fakePrimaryConn) Close(ctx context.Context) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.closed++
+	return nil
+}
+
+// TestStandbyNudger pins i30 review finding 6: the nudges gave up at their
+// first error, so a primary down when slot creation began (or restarted
+// during it) left the creation waiting with no end after one WARN. Now the
+// primary is tried again until the creation ends, a lasting failure is
+// logged every warnEvery naming the primary and the error, and the
+// privilege error keeps its connection and names the GRANT.
+func TestStandbyNudger(t *testing.T) {
+	cases := []struct {
+		name      string
+		primary   *fakePrimary
+		warnEvery time.Duration
+		until     func(connects, calls int) bool
+		check     func(t *testing.T, f *fakePrimary, warns []string, log string)
+	}{
+		{"refused five times, then up", &fakePrimary{refuse: 5}, time.Hour,
+			func(connects, calls int) bool { return calls >= 3 },
+			func(t *testing.T, f *fakePrimary, warns []string, log string) {
+				if connects, _, _ := f.count(); connects != 6 {
+					t.Errorf("%d connects; want 6 (5 refused, then one kept)", connects)
+				}
+				if len(warns) != 1 || !strings.Contains(warns[0], "unreachable") || !strings.Contains(warns[0], "primary=primary:5432/d") || !strings.Contains(warns[0], "err=") {
+					t.Errorf("WARNs %q; want one naming the primary, the error and that it is unreachable", warns)
+				}
+				if !strings.Contains(log, "answers again") {
+					t.Errorf("no INFO when the primary answered again:\n%s", log)
+				}
+			}},
+		{"down for good: a WARN every warnEvery", &fakePrimary{refuse: 1 << 30}, 30 * time.Millisecond,
+			func(connects, calls int) bool { return connects >= 40 },
+			func(t *testing.T, f *fakePrimary, warns []string, log string) {
+				connects, _, _ := f.count()
+				if len(warns) < 2 || len(warns) >= connects/2 {
+					t.Errorf("%d WARNs in %d refused connects; want at least 2, rate-limited", len(warns), connects)
+				}
+			}},
+		{"restarted during creation: connected again", &fakePrimary{execErr: func(call int) error {
+			if call == 2 {
+				return io.ErrUnexpectedEOF
+			}
+			return nil
+		}}, time.Hour,
+			func(connects, calls int) bool { return calls >= 4 },
+			func(t *testing.T, f *fakePrimary, warns []string, log string) {
+				if connects, _, closed := f.count(); connects != 2 || closed != 2 {
+					t.Errorf("%d connects, %d closed; want 2 and 2 (the failed connection and the last one)", connects, closed)
+				}
+			}},
+		{"no EXECUTE: the connection is kept, the GRANT named", &fakePrimary{execErr: func(int) error {
+			return &pgconn.PgError{Code: "42501", Message: "permission denied for function pg_log_standby_snapshot"}
+		}}, time.Hour,
+			func(connects, calls int) bool { return calls >= 3 },
+			func(t *testing.T, f *fakePrimary, warns []string, log string) {
+				if connects, _, _ := f.count(); connects != 1 {
+					t.Errorf("%d connects; want 1", connects)
+				}
+				if len(warns) != 1 || !strings.Contains(warns[0], "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot()") {
+					t.Errorf("WARNs %q; want one naming the GRANT", warns)
+				}
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			var mu sync.Mutex
+			n := &standbyNudger{connect: c.primary.connect, where: "primary:5432/d", slot: "s",
+				log:   slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)),
+				every: time.Millisecond, retry: 2 * time.Millisecond, warnEvery: c.warnEvery}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); n.run(ctx) }()
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				connects, calls, _ := c.primary.count()
+				if c.until(connects, calls) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after 5 s: %d connects, %d calls", connects, calls)
+				}
+			}
+			cancel()
+			<-done
+			var warns []string
+			for _, line := range strings.Split(buf.String(), "\n") {
+				if strings.Contains(line, "level=WARN") {
+					warns = append(warns, line)
+				}
+			}
+			c.check(t, c.primary, warns, buf.String())
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestHeartbeatQueryWrong pins i30 review finding 2: on a standby session
+// any failure of database.primary.hostname ended the session, so a primary
+// down (or a wrong database.primary.port) stopped all decoding. Only a
+// query the primary rejects as written still ends the relay, as on a
+// primary; everything about reaching the primary is a WARN.
+func TestHeartbeatQueryWrong(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"syntax error", fmt.Errorf("running heartbeat.action.query: %w", &pgconn.PgError{Code: "42601"}), true},
+		{"no privilege on the heartbeat table", &pgconn.PgError{Code: "42501"}, true},
+		{"refused", fmt.Errorf("connecting: %w", &pgconn.ConnectError{}), false},
+		{"timed out", fmt.Errorf("running heartbeat.action.query: %w", context.DeadlineExceeded), false},
+		{"read-only: the primary was demoted", &pgconn.PgError{Code: "25006"}, false},
+		{"shutting down", &pgconn.PgError{Code: "57P01"}, false},
+		{"connection lost", io.ErrUnexpectedEOF, false},
+	}
+	for _, c := range cases {
+		if got := heartbeatQueryWrong(c.err); got != c.want {
+			t.Errorf("%s: heartbeatQueryWrong(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}
 }

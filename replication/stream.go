@@ -26,8 +26,10 @@ type stream struct {
 	cfg  *Config
 	conn *pgx.Conn // the ordinary connection: catalog, snapshot, heartbeat query
 	// primary is database.primary.hostname's connection when conn is a
-	// hot standby, for heartbeat.action.query (writable); nil until then.
+	// hot standby, for heartbeat.action.query (standbyHeartbeat); nil
+	// until then, and after a failure until the next heartbeat.
 	primary *pgx.Conn
+	pri     primaryHealth
 	repl    *pgconn.PgConn // the replication connection
 	srv     *Server
 	server  string // "<system id>/<timeline>"
@@ -107,8 +109,16 @@ func (s *stream) startReplication(ctx context.Context) error {
 
 // Next yields the next event: a snapshot row while the snapshot lasts,
 // then what the server streams. The receive deadline doubles as the status
-// timer.
+// timer. On a hot standby a 40001 or 40P01 is an ErrRecoveryConflict.
 func (s *stream) Next(ctx context.Context) (*capture.Event, error) {
+	ev, err := s.next(ctx)
+	if err != nil {
+		return nil, standbyError(err, s.srv.InRecovery)
+	}
+	return ev, nil
+}
+
+func (s *stream) next(ctx context.Context) (*capture.Event, error) {
 	if s.ended {
 		return nil, capture.ErrEnd
 	}
@@ -486,20 +496,38 @@ func (s *stream) heartbeatDue(now time.Time) bool {
 // to a table in the publication, so a quiet database still produces WAL
 // the slot can confirm); the relay emits the heartbeat record. The slot's
 // progress itself does not depend on heartbeats: the keepalive rule moves
-// an idle slot.
+// an idle slot. On a hot standby the query runs on the primary
+// (standbyHeartbeat), and a primary that cannot take it does not keep the
+// record from being emitted.
 func (s *stream) heartbeat(ctx context.Context) (*capture.Event, error) {
 	s.lastHeartbeat = time.Now()
 	if s.cfg.HeartbeatQuery != "" {
-		conn, err := s.writable(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("running heartbeat.action.query: %w", err)
-		}
-		if _, err := conn.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
-			return nil, fmt.Errorf("running heartbeat.action.query on %s: %w", conn.Config().Host, err)
+		if err := s.heartbeatQuery(ctx, s.lastHeartbeat); err != nil {
+			return nil, err
 		}
 	}
 	s.ev = capture.Event{Kind: capture.KindHeartbeat, CommitTime: s.lastHeartbeat}
 	return &s.ev, nil
+}
+
+// heartbeatQuery runs heartbeat.action.query on the server the stream
+// reads, or while that is a hot standby on database.primary.hostname. A
+// failure on the stream's own server ends the session, as any failure of
+// that server does.
+func (s *stream) heartbeatQuery(ctx context.Context, now time.Time) error {
+	if s.srv.InRecovery {
+		standby, err := s.stillStandby(ctx)
+		if err != nil {
+			return err
+		}
+		if standby {
+			return s.standbyHeartbeat(ctx, now)
+		}
+	}
+	if _, err := s.conn.Exec(ctx, s.cfg.HeartbeatQuery); err != nil {
+		return fmt.Errorf("running heartbeat.action.query on %s: %w", s.conn.Config().Host, err)
+	}
+	return nil
 }
 
 // Close is the PostgreSQL end of the shutdown order: the relay has stopped
@@ -540,26 +568,7 @@ func (s *stream) Close(ctx context.Context, end capture.Ending) error {
 func (s *stream) closeConns() {
 	s.conn.Close(context.Background())
 	s.repl.Close(context.Background())
-	if s.primary != nil {
-		s.primary.Close(context.Background())
-	}
-}
-
-// writable is the connection writes go through: the ordinary one, or on
-// a hot standby a connection to database.primary.hostname, opened at the
-// first write and kept for the session.
-func (s *stream) writable(ctx context.Context) (*pgx.Conn, error) {
-	if !s.srv.InRecovery {
-		return s.conn, nil
-	}
-	if s.primary == nil {
-		conn, err := s.cfg.Primary().Connect(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("database.hostname is a hot standby: connecting to database.primary.hostname: %w", err)
-		}
-		s.primary = conn
-	}
-	return s.primary, nil
+	s.closePrimary()
 }
 
 // dropOnStop drops the slot after an orderly stop (slot.drop.on.stop), on

@@ -175,7 +175,7 @@ func (c *checker) reportPrimary(ctx context.Context, p *primaryState) {
 	c.expect(p.name+" wal_level", p.walLevel == "logical", p.walLevel+" (a standby decodes only what a primary with wal_level=logical writes; lowering it invalidates the standby's slot)",
 		"ALTER SYSTEM SET wal_level = logical; -- on the primary, then restart it")
 	if p.snapshot {
-		c.pass(p.name+" pg_log_standby_snapshot()", "EXECUTE granted: the slot is created on the standby in well under a second")
+		c.pass(p.name+" pg_log_standby_snapshot()", "EXECUTE granted: the slot is created on the standby usually within a second, unless a transaction is open on the primary")
 	} else {
 		c.warn(p.name+" pg_log_standby_snapshot()", "no EXECUTE for "+c.pg.User+": creating the slot on the standby waits for the primary's next running-xacts record (15 s or more on an idle primary)",
 			"GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO "+postgres.QuoteIdent(c.pg.User)+"; -- on the primary")

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -75,7 +73,7 @@ func TestStandbyPublication(t *testing.T) {
 // key, when the system identifiers differ. PostgreSQL 17, the "primary" an
 // unrelated private cluster.
 func TestStandbyWrongPrimary(t *testing.T) {
-	p, _, standby, name := standbyOutbox(t, "wp")
+	_, p, _, standby, name := standbyOutbox(t, 17, "wp", "")
 	other := testbed.StartPrivateClusterOf(t, 17, "wal_level = logical")
 	cfg := standbyConfig(t, p, name, map[string]string{"database.primary.port": fmt.Sprint(other.Port)})
 	hosts := []string{fmt.Sprintf("127.0.0.1:%d/postgres (database.primary.hostname)", other.Port), fmt.Sprintf("127.0.0.1:%d/postgres (database.hostname)", p.standby.Port)}
@@ -108,7 +106,7 @@ func TestStandbyWrongPrimary(t *testing.T) {
 // the replay line now reports how far replay is behind the primary's WAL
 // and the WAL receiver's status. PostgreSQL 17.
 func TestStandbyCheckRefusals(t *testing.T) {
-	p, _, standby, name := standbyOutbox(t, "cr")
+	_, p, _, standby, name := standbyOutbox(t, 17, "cr", "")
 
 	out, code := runCheck(t, standbyConfig(t, p, name, nil))
 	for _, w := range []string{fmt.Sprintf("✓ standby 127.0.0.1:%d/postgres replay: ", p.standby.Port), "behind the primary's WAL (pg_current_wal_lsn() on the primary",
@@ -156,19 +154,6 @@ func TestStandbyCheckRefusals(t *testing.T) {
 		}
 	}
 	t.Logf("check with the primary stopped:\n%s", out)
-}
-
-// standbyOutbox starts a PostgreSQL 17 pair with the outbox table and a
-// publication named name made on the primary and replayed on the standby.
-func standbyOutbox(t *testing.T, prefix string) (p pgPair, admin, standby *pgx.Conn, name string) {
-	t.Helper()
-	sp := testbed.StartStandbyPair(t, 17, "", "")
-	p = pgPair{primary: sp.Primary, standby: sp.Standby}
-	admin, standby = pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
-	name = fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1e9)
-	p.outbox(t, admin, name)
-	sp.WaitReplayed(t, admin, standby, 30*time.Second)
-	return p, admin, standby, name
 }
 
 // checkLine is the line of check's output that starts with prefix.
