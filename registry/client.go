@@ -59,6 +59,10 @@ type Client struct {
 // NewClient returns the client of one converter's registry; it reads its
 // TLS files, and does not connect.
 func NewClient(s Side) (*Client, error) {
+	if len(s.URLs) == 0 {
+		// ParseConfig refuses such a Side; do divides by len(urls).
+		return nil, fmt.Errorf("%sschema.registry.url lists no URL; set it to the registry's URL, e.g. http://127.0.0.1:8081", s.Prefix())
+	}
 	tc, err := tlsConfig(s)
 	if err != nil {
 		return nil, err
