@@ -98,3 +98,12 @@ func TestParseConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// Regression: a Side without URLs reached the client, whose first call
+// divided by len(urls) and panicked; NewClient refuses it, naming the key.
+func TestNewClientWithoutURL(t *testing.T) {
+	_, err := NewClient(Side{Class: avroClass})
+	if err == nil || !strings.Contains(err.Error(), "value.converter.schema.registry.url lists no URL") {
+		t.Fatalf("err = %v, want an error naming value.converter.schema.registry.url", err)
+	}
+}
