@@ -324,8 +324,8 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, d
 			return err
 		}
 		if call.Err() != nil && n > 0 {
-			// Starved: c.next is already i (each URL before it moved it
-			// on), and stays there.
+			// Starved: each URL before it moved c.next on, to i (unless
+			// a concurrent call moved it meanwhile), and it stays there.
 			return fmt.Errorf("%w (the call's %s passed while %s had only %s of it, after %v; the retry starts at %s with the whole %s)",
 				err, c.timeout, c.urls[i], budget.Round(time.Millisecond), last, c.urls[i], c.timeout)
 		}
