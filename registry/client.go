@@ -18,7 +18,9 @@ import (
 	"github.com/outboxrelay/outboxrelay/internal/config"
 )
 
-// callTimeout bounds one call of the client, every URL tried included.
+// callTimeout bounds one call of the client, every URL tried included;
+// the call's first URL may use all of it, and a later URL that it leaves
+// too little is tried first, with all of it, by the retry (Client.do).
 // The relay's session waits for the call on its own goroutine, which also
 // owns the replication connection: while it waits no standby status update
 // goes to PostgreSQL, so the wait must stay well below the status interval
@@ -49,8 +51,10 @@ type Client struct {
 	bearer string
 	prefix string // the side's key prefix, for errors naming keys
 	// next is the index of the URL a call tries first: the one after the
-	// last that failed, as Confluent's UrlList.fail, so that a URL that
-	// hangs costs one call its timeout, not every call.
+	// last that failed on its own, as Confluent's UrlList.fail, so that a
+	// URL that hangs costs one call its timeout, not every call; a URL
+	// that the call's deadline cut short after slower URLs before it is
+	// not passed over (do).
 	next atomic.Int32
 	// timeout bounds one call (callTimeout; tests shorten it).
 	timeout time.Duration
@@ -59,6 +63,10 @@ type Client struct {
 // NewClient returns the client of one converter's registry; it reads its
 // TLS files, and does not connect.
 func NewClient(s Side) (*Client, error) {
+	if len(s.URLs) == 0 {
+		// ParseConfig refuses such a Side; do divides by len(urls).
+		return nil, fmt.Errorf("%sschema.registry.url lists no URL; set it to the registry's URL, e.g. http://127.0.0.1:8081", s.Prefix())
+	}
 	tc, err := tlsConfig(s)
 	if err != nil {
 		return nil, err
@@ -281,29 +289,47 @@ func request(schemaType, schema string) []byte {
 	return b
 }
 
-// do sends one request to each URL in turn, starting with the one after
-// the last that failed, until one answers; a 5xx answer or an answer that
-// is not valid (an AnswerError) also moves on to the next URL. The whole call is bounded by
+// do sends one request to each URL in turn, starting with c.next, until
+// one answers; a 5xx answer or an answer that is not valid (an
+// AnswerError) also moves on to the next URL. The whole call is bounded by
 // c.timeout: a registry that accepts connections and never answers is a
 // NetError after it, like one that refuses them. The last failure is
-// returned.
-// decode reads a success answer's body from the URL base.
+// returned. decode reads a success answer's body from the URL base.
+//
+// c.next moves past a URL only when the URL failed on its own: it
+// answered 5xx or an AnswerError, could not be reached, or was the call's
+// first URL and so had the call's whole budget and used it up. A later URL
+// that runs into the call's deadline was starved by the URLs before it
+// (one that answers 503 after 4.7 s leaves the next 0.3 s): it is not
+// blamed, c.next stays on it, and the retry starts with it and gives it
+// the whole budget. Blaming it instead sent every call back to the slow
+// URL first, and every call failed while a healthy URL was there. So each
+// URL that answers within c.timeout is reached by the retry at the latest;
+// the price is one more call when that later URL hangs too.
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte, decode func(base string, data []byte) error) error {
 	call, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	deadline, _ := call.Deadline()
 	var last error
 	first := int(c.next.Load()) % len(c.urls)
 	for n := range len(c.urls) {
 		i := (first + n) % len(c.urls)
+		budget := time.Until(deadline)
 		err := c.once(call, op, method, c.urls[i], path, body, decode)
 		if err == nil {
 			return nil
 		}
-		last = err
 		var e *Error
 		if errors.As(err, &e) && !e.Unavailable() || ctx.Err() != nil {
 			return err
 		}
+		if call.Err() != nil && n > 0 {
+			// Starved: each URL before it moved c.next on, to i (unless
+			// a concurrent call moved it meanwhile), and it stays there.
+			return fmt.Errorf("%w (the call's %s passed while %s had only %s of it, after %v; the retry starts at %s with the whole %s)",
+				err, c.timeout, c.urls[i], budget.Round(time.Millisecond), last, c.urls[i], c.timeout)
+		}
+		last = err
 		c.next.CompareAndSwap(int32(i), int32((i+1)%len(c.urls)))
 		if call.Err() != nil {
 			return fmt.Errorf("%w (the call's %s passed: the registry at %s hangs or is overloaded; retrying from the next URL)", err, c.timeout, c.urls[i])

@@ -180,6 +180,11 @@ func parseURLs(p, class, list, source, userInfo string) (urls []string, user, pa
 		u.User = nil
 		urls = append(urls, strings.TrimSuffix(u.String(), "/"))
 	}
+	if len(urls) == 0 {
+		// Commas and blanks only: the list splits into nothing, and a
+		// client without a URL has nothing to call.
+		return nil, "", "", fmt.Errorf("%s=%q lists no URL, only commas or blanks; set it to the registry's URL, or several comma separated, e.g. http://127.0.0.1:8081", key, list)
+	}
 	switch source {
 	case "USER_INFO":
 		if userInfo == "" {

@@ -66,6 +66,10 @@ func TestParseConfigErrors(t *testing.T) {
 		want []string
 	}{
 		{"no URL", map[string]string{}, []string{url, "is required by " + avroClass}},
+		// Regression: a list of commas or blanks split into no URL, passed,
+		// and the first registry call panicked (integer divide by zero).
+		{"only a comma", map[string]string{url: ","}, []string{url, "lists no URL", "set it to the registry's URL"}},
+		{"only commas and blanks", map[string]string{url: " , "}, []string{url, "lists no URL", "set it to the registry's URL"}},
 		{"not http", map[string]string{url: "r:8081"}, []string{url, "not an http"}},
 		{"URL error hides the password", map[string]string{url: "ftp://u:secret@r"}, []string{url, "ftp://…@r"}},
 		{"SASL_INHERIT", map[string]string{url: "http://r", "value.converter.basic.auth.credentials.source": "SASL_INHERIT"}, []string{"SASL_INHERIT", "USER_INFO"}},
@@ -92,5 +96,14 @@ func TestParseConfigErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: error holds the password: %v", tt.name, err)
 		}
+	}
+}
+
+// Regression: a Side without URLs reached the client, whose first call
+// divided by len(urls) and panicked; NewClient refuses it, naming the key.
+func TestNewClientWithoutURL(t *testing.T) {
+	_, err := NewClient(Side{Class: avroClass})
+	if err == nil || !strings.Contains(err.Error(), "value.converter.schema.registry.url lists no URL") {
+		t.Fatalf("err = %v, want an error naming value.converter.schema.registry.url", err)
 	}
 }

@@ -601,6 +601,85 @@ func TestHangingRegistryIsBoundedAndRetryable(t *testing.T) {
 	}
 }
 
+// Regression: one budget covered every URL of a call, and a URL that ran
+// into the call's deadline was blamed even when the URLs before it had
+// used the time: with a URL that answers 503 after 4.7 s of the 5 s and a
+// healthy one after it, the healthy one got 0.3 s, timed out, was passed
+// over, and every call started at the slow URL again and failed for ever.
+// A URL cut short so is now tried first, with the whole budget, by the
+// retry; the slow URL is not asked again while the healthy one answers.
+// The timeouts are scaled: a call's budget is 1 s here.
+func TestSlowFailingURLDoesNotStarveTheNext(t *testing.T) {
+	const budget = time.Second
+	for _, tt := range []struct {
+		name          string
+		slow, good    time.Duration // when each URL answers: 503, and the id
+		firstSucceeds bool          // the first call already succeeds
+	}{
+		{"503 after 84% of the budget, a fast URL next", 840 * time.Millisecond, 240 * time.Millisecond, false},
+		{"503 after 84% of the budget, a URL answering after 60% next", 840 * time.Millisecond, 600 * time.Millisecond, false},
+		{"an immediate 503, a fast URL next", 0, 240 * time.Millisecond, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wait := func(r *http.Request, d time.Duration) {
+				select {
+				case <-time.After(d):
+				case <-r.Context().Done():
+				}
+			}
+			var slowAsked atomic.Int32
+			slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				slowAsked.Add(1)
+				wait(r, tt.slow)
+				w.Header().Set("Content-Type", contentType)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprint(w, `{"error_code":50301,"message":"upstream timed out"}`)
+			}))
+			defer slow.Close()
+			good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				wait(r, tt.good)
+				w.Header().Set("Content-Type", contentType)
+				fmt.Fprint(w, `{"id":7}`)
+			}))
+			defer good.Close()
+			s := testSide(slow.URL, false)
+			s.URLs = append(s.URLs, good.URL)
+			c, err := NewClient(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.timeout = budget
+
+			ctx := context.Background()
+			id, err := c.Register(ctx, "orders-value", "AVRO", `"string"`)
+			switch {
+			case tt.firstSucceeds && (err != nil || id != 7):
+				t.Fatalf("first call: id %d, err %v; want id 7", id, err)
+			case !tt.firstSucceeds:
+				var ne *NetError
+				if !errors.As(err, &ne) || !strings.Contains(err.Error(), "the retry starts at "+good.URL) || !strings.Contains(err.Error(), "50301") {
+					t.Errorf("first call: err = %v, want a NetError saying the retry starts at %s and naming the slow URL's 503", err, good.URL)
+				}
+			}
+			if got := c.next.Load(); got != 1 {
+				t.Fatalf("after the first call next = %d, want 1 (the healthy URL)", got)
+			}
+			for n := range 3 {
+				start := time.Now()
+				if id, err := c.Register(ctx, "orders-value", "AVRO", `"string"`); err != nil || id != 7 {
+					t.Fatalf("call %d after the first: id %d, err %v; want id 7", n+2, id, err)
+				}
+				if took := time.Since(start); took > tt.good+budget/4 {
+					t.Errorf("call %d after the first took %s: it asked the slow URL first", n+2, took)
+				}
+			}
+			if got := slowAsked.Load(); got != 1 {
+				t.Errorf("the slow URL was asked %d times, want once (the first call only)", got)
+			}
+		})
+	}
+}
+
 // Regression: a registry answering a register or lookup with id 0, a
 // negative id, one above 2^31-1 or no integer at all was taken at its
 // word, and records were written with an id that names no schema. Such an
