@@ -20,37 +20,16 @@ import (
 // 100 on every Linux the bed runs on).
 const clockTick = 10 * time.Millisecond
 
-// standbyCPUMajors are the majors TestStandbyCPU measures: the newest in
-// make test, OUTBOXRELAY_STANDBY_CPU_MAJORS=16,17,18 for the run.
-func standbyCPUMajors(t *testing.T) []int {
-	t.Helper()
-	s := os.Getenv("OUTBOXRELAY_STANDBY_CPU_MAJORS")
-	if s == "" {
-		majors := testbed.StandbyMajors()
-		return majors[len(majors)-1:]
-	}
-	var majors []int
-	for _, f := range strings.Split(s, ",") {
-		m, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || m < 16 {
-			t.Fatalf("OUTBOXRELAY_STANDBY_CPU_MAJORS=%s: %q is not a PostgreSQL major of 16 or more", s, f)
-		}
-		majors = append(majors, m)
-	}
-	return majors
-}
-
 // TestStandbyCPU: the same load (1,000 events/s on the primary for
 // OUTBOXRELAY_STANDBY_LOAD, default 5 s) relayed twice on one pair, by a
 // relay decoding on the primary and by one decoding on the standby; each
 // run relays every row (0 missing, order by id kept) and logs both servers'
 // CPU per event, the whole cluster's and the relay's walsender's. On the
 // standby run the primary has no logical walsender. BENCHMARKS.md
-// ("Decoding on a standby") holds the 60 s run on 16, 17 and 18.
+// ("Decoding on a standby") holds the 60 s run on 16, 17 and 18
+// (OUTBOXRELAY_STANDBY_MAJORS=16,17,18 OUTBOXRELAY_STANDBY_LOAD=60s).
 func TestStandbyCPU(t *testing.T) {
-	for _, major := range standbyCPUMajors(t) {
-		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { testStandbyCPU(t, major) })
-	}
+	testbed.NewestStandbyMajor(t, testStandbyCPU)
 }
 
 func testStandbyCPU(t *testing.T, major int) {

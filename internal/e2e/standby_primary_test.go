@@ -78,7 +78,7 @@ func startCluster(t *testing.T, pg testbed.PrivateCluster) {
 // standby while the primary is down, are delivered; the session never
 // fails; one WARN names database.primary.hostname; once the primary is
 // back the heartbeats write there again.
-func TestStandbyPrimaryDown(t *testing.T) { eachStandbyMajor(t, testStandbyPrimaryDown) }
+func TestStandbyPrimaryDown(t *testing.T) { testbed.NewestStandbyMajor(t, testStandbyPrimaryDown) }
 
 func testStandbyPrimaryDown(t *testing.T, major int) {
 	sp, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "pd", "")
@@ -143,13 +143,8 @@ func testStandbyPrimaryDown(t *testing.T, major int) {
 // Now: once promoted, the heartbeats run on the promoted server and never
 // again on the old primary; the old primary stopped, no session fails and
 // no event is missing.
-func TestStandbyPromotedHeartbeat(t *testing.T) { eachStandbyMajor(t, testStandbyPromotedHeartbeat) }
-
-// eachStandbyMajor runs test as a subtest pgN for every standby major.
-func eachStandbyMajor(t *testing.T, test func(t *testing.T, major int)) {
-	for _, major := range testbed.StandbyMajors() {
-		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { test(t, major) })
-	}
+func TestStandbyPromotedHeartbeat(t *testing.T) {
+	testbed.NewestStandbyMajor(t, testStandbyPromotedHeartbeat)
 }
 
 func testStandbyPromotedHeartbeat(t *testing.T, major int) {

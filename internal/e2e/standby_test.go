@@ -217,7 +217,7 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 // lock's connection with the server, reconnects when the standby is back
 // and resumes from the slot; no event missing, order by id kept
 // (outboxrelay verify), the slot created once.
-func TestStandbyRestart(t *testing.T) { testbed.EachStandbyMajor(t, testStandbyRestart) }
+func TestStandbyRestart(t *testing.T) { testbed.NewestStandbyMajor(t, testStandbyRestart) }
 
 func testStandbyRestart(t *testing.T, major int) {
 	run := startStandbyRun(t, major, "rst")
@@ -313,9 +313,15 @@ func TestStandbyRefused(t *testing.T) {
 		{"no primary", 16, map[string]string{"database.primary.hostname": ""}, []string{"is a hot standby", "set database.primary.hostname"}},
 		{"poll mode", 16, map[string]string{"outbox.capture.mode": "poll"}, []string{"poll mode marks each row it sends"}},
 	}
+	// One pair per major, shared by its cases: each is refused before it
+	// makes anything on the standby.
+	pairs := map[int]*testbed.StandbyPair{}
 	for _, c := range cases {
+		if pairs[c.major] == nil {
+			pairs[c.major] = testbed.StartStandbyPair(t, c.major, "", "")
+		}
+		sp := pairs[c.major]
 		t.Run(c.name, func(t *testing.T) {
-			sp := testbed.StartStandbyPair(t, c.major, "", "")
 			p := pgPair{primary: sp.Primary, standby: sp.Standby}
 			admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
 			name := fmt.Sprintf("ref_%d", time.Now().UnixNano()%1e9)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,32 @@ func StandbyMajors() []int { return []int{16, 17, 18} }
 // EachStandbyMajor runs test as a subtest pgN for each of StandbyMajors.
 func EachStandbyMajor(t *testing.T, test func(t *testing.T, major int)) {
 	for _, major := range StandbyMajors() {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { test(t, major) })
+	}
+}
+
+// EnvStandbyMajors lists, comma separated, the majors NewestStandbyMajor
+// runs its tests on instead of the newest alone (e.g. 16,17,18).
+const EnvStandbyMajors = "OUTBOXRELAY_STANDBY_MAJORS"
+
+// NewestStandbyMajor runs test as a subtest pgN on the newest of
+// StandbyMajors, or on each major EnvStandbyMajors lists: for the standby
+// tests whose behaviour does not depend on the major, so that make test
+// stays short (TestStandbyDecode and TestStandbySlotInvalidated run on
+// every major).
+func NewestStandbyMajor(t *testing.T, test func(t *testing.T, major int)) {
+	majors := StandbyMajors()[len(StandbyMajors())-1:]
+	if s := os.Getenv(EnvStandbyMajors); s != "" {
+		majors = nil
+		for _, f := range strings.Split(s, ",") {
+			m, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || m < 16 {
+				t.Fatalf("%s=%s: %q is not a PostgreSQL major of 16 or more", EnvStandbyMajors, s, f)
+			}
+			majors = append(majors, m)
+		}
+	}
+	for _, major := range majors {
 		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) { test(t, major) })
 	}
 }
