@@ -360,23 +360,50 @@ func (p *publisher) on() string {
 // read next, show the change.
 func (p *publisher) exec(ctx context.Context, stmt string) error {
 	if !p.standby {
-		_, err := p.conn.Exec(ctx, stmt)
-		return err
+		if _, err := p.conn.Exec(ctx, stmt); err != nil {
+			return &ddlRefusal{err: err}
+		}
+		return nil
 	}
 	if p.primary == nil {
 		return fmt.Errorf("preflight: %s must run%s: %w: %w", stmt, p.on(), errPrimaryUnreachable, p.primaryErr)
 	}
 	if _, err := p.primary.Exec(ctx, `SET synchronous_commit = local`); err != nil {
-		return err
+		return fmt.Errorf("SET synchronous_commit = local: %w", err)
 	}
 	if _, err := p.primary.Exec(ctx, stmt); err != nil {
-		return err
+		return &ddlRefusal{err: err}
 	}
 	var lsn string
 	if err := p.primary.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
 		return fmt.Errorf("reading pg_current_wal_lsn() after it: %w", err)
 	}
 	return p.waitReplayed(ctx, lsn, stmt)
+}
+
+// ddlRefusal is exec's error when the server answered the statement
+// itself with an error; everything else exec returns (the primary's
+// connection lost, the standby's replay wait cancelled) is not one.
+type ddlRefusal struct{ err error }
+
+func (e *ddlRefusal) Error() string { return e.err.Error() }
+func (e *ddlRefusal) Unwrap() error { return e.err }
+
+// ddlFailed is exec's err as the preflight returns it. Only a refusal of
+// the statement that no retry mends (a privilege, a table, a read-only
+// server) becomes ErrPublication with refused's fix, which stops the
+// relay. Anything else (the primary restarted or unreachable, the network
+// dropped, a recovery conflict cancelled the replay wait, ctx ended) keeps
+// its cause under %w, so that Retryable retries the session.
+func ddlFailed(ctx context.Context, err error, stmt, on string, refused func(err error) error) error {
+	if errors.Is(err, errPrimaryUnreachable) {
+		return err
+	}
+	var r *ddlRefusal
+	if errors.As(err, &r) && !Retryable(err) && ctx.Err() == nil {
+		return refused(r.err)
+	}
+	return fmt.Errorf("preflight: %s%s: %w", stmt, on, err)
 }
 
 // waitReplayed waits until the standby replayed the primary's WAL up to
@@ -391,7 +418,7 @@ func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) error {
 		var replayed *string
 		err := p.conn.QueryRow(ctx, `SELECT NOT pg_is_in_recovery() OR coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false), pg_last_wal_replay_lsn()::text`, lsn).Scan(&done, &replayed)
 		if err != nil {
-			return fmt.Errorf("preflight: waiting for database.hostname %s to replay %s (%s, run on the primary): %w", p.cfg.Where(), lsn, stmt, err)
+			return fmt.Errorf("waiting for database.hostname %s to replay %s (%s, run on the primary): %w", p.cfg.Where(), lsn, stmt, standbyError(err, true))
 		}
 		if done {
 			p.log.Info("preflight: the standby replayed the publication's DDL run on the primary", "statement", stmt, "primary_lsn", lsn, "waited", time.Since(start).Round(time.Millisecond).String())
@@ -468,10 +495,9 @@ func publicationTables(ctx context.Context, pub *publisher) ([]string, error) {
 		if cfg.AutoCreate == PublicationFiltered {
 			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(candidates), ", "))
 			if err := pub.exec(ctx, stmt); err != nil {
-				if errors.Is(err, errPrimaryUnreachable) {
-					return nil, err
-				}
-				return nil, fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered)%s: %v", ErrPublication, stmt, pub.on(), err)
+				return nil, ddlFailed(ctx, err, stmt, pub.on(), func(err error) error {
+					return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered)%s: %v", ErrPublication, stmt, pub.on(), err)
+				})
 			}
 			log.Info("publication altered", "publication", cfg.Publication, "tables", candidates)
 			return candidates, nil
@@ -504,11 +530,10 @@ func createPublication(ctx context.Context, pub *publisher, tables []string) err
 		stmt = fmt.Sprintf("CREATE PUBLICATION %s", postgres.QuoteIdent(cfg.Publication)) + with
 	}
 	if err := pub.exec(ctx, stmt); err != nil {
-		if errors.Is(err, errPrimaryUnreachable) {
-			return err
-		}
-		return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed%s: %v; create it as an administrator%s, or set publication.autocreate.mode=disabled",
-			ErrPublication, stmt, cfg.AutoCreate, pub.on(), err, pub.on())
+		return ddlFailed(ctx, err, stmt, pub.on(), func(err error) error {
+			return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed%s: %v; create it as an administrator%s, or set publication.autocreate.mode=disabled",
+				ErrPublication, stmt, cfg.AutoCreate, pub.on(), err, pub.on())
+		})
 	}
 	pub.log.Info("publication created", "publication", cfg.Publication, "statement", stmt, "on_primary", pub.standby)
 	return nil
