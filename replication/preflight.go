@@ -317,10 +317,11 @@ type publisher struct {
 var errPrimaryUnreachable = errors.New("database.primary.hostname is unreachable")
 
 // connectPrimary connects to database.primary.hostname and checks that it
-// is the standby's primary (postgres.ErrNotThePrimary stops the relay:
-// what it would do there, the janitor's deletes above all, compares WAL
-// positions of two unrelated clusters). An unreachable primary is only
-// logged: the standby decodes without it.
+// is a primary of the standby's cluster (postgres.ErrNotThePrimary stops
+// the relay: another cluster, whose WAL positions the janitor's rule
+// would compare, or a server in recovery or read-only, which can run
+// none of what the relay needs the primary for). An unreachable or
+// refusing primary is only logged: the standby decodes without it.
 func (p *publisher) connectPrimary(ctx context.Context) error {
 	conn, err := p.cfg.ConnectPrimary(ctx, p.conn)
 	switch {
@@ -328,6 +329,13 @@ func (p *publisher) connectPrimary(ctx context.Context) error {
 		return fmt.Errorf("preflight: %w", err)
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil && !postgres.Retryable(err):
+		// Reached, and refused (credentials, pg_hba, EXECUTE on
+		// pg_control_system() revoked): err says the fix.
+		p.primaryErr = err
+		p.log.Warn("preflight: database.hostname is a hot standby and database.primary.hostname refused the relay (see err for the fix); decoding on the standby goes on, what needs the primary fails until it is fixed",
+			"primary", p.cfg.Primary().Where(), "err", err)
+		return nil
 	case err != nil:
 		p.primaryErr = err
 		p.log.Warn("preflight: database.hostname is a hot standby and database.primary.hostname cannot be reached now; decoding on the standby goes on, what needs the primary waits for it",

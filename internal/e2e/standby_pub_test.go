@@ -97,6 +97,25 @@ func TestStandbyWrongPrimary(t *testing.T) {
 		t.Fatalf("check with an unrelated database.primary.hostname: exit %d; want a failure %q naming both hosts in:\n%s", code, want, out)
 	}
 	t.Logf("check:\n%s", out)
+
+	// s36 review finding 3: a "primary" of the same cluster that is in
+	// recovery (here the standby itself, as an old primary rejoined as a
+	// standby would be) passed the identifier check. Its connection asks
+	// for target_session_attrs=read-write, and pgx's bare "read only
+	// connection" was taken for an unreachable primary.
+	self := standbyConfig(t, p, name, map[string]string{"database.primary.port": fmt.Sprint(p.standby.Port)})
+	key := fmt.Sprintf("database.primary.hostname 127.0.0.1:%d/postgres is read-only", p.standby.Port)
+	r = startRelay(t, self)
+	code = r.wait(t, 60*time.Second)
+	for _, w := range []string{key, "in recovery", "set database.primary.hostname and database.primary.port to the current primary"} {
+		if code != 1 || !strings.Contains(r.log(), w) {
+			t.Fatalf("the relay with database.primary.hostname in recovery exited %d; want 1 saying %q; log:\n%s", code, w, r.logTail(10))
+		}
+	}
+	out, code = runCheck(t, self)
+	if want := fmt.Sprintf("✗ primary 127.0.0.1:%d/postgres connection", p.standby.Port); code == 0 || !strings.Contains(out, want) || !strings.Contains(out, key) {
+		t.Fatalf("check with database.primary.hostname in recovery: exit %d; want %q saying %q in:\n%s", code, want, key, out)
+	}
 }
 
 // TestStandbyCheckRefusals: check on a hot standby shows as ✗ what run
