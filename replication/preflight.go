@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/postgres"
@@ -368,7 +369,7 @@ func (p *publisher) on() string {
 // read next, show the change.
 func (p *publisher) exec(ctx context.Context, stmt string) error {
 	if !p.standby {
-		if _, err := p.conn.Exec(ctx, stmt); err != nil {
+		if _, err := p.conn.Exec(ctx, stmt); err != nil && !p.made(err, stmt) {
 			return &ddlRefusal{err: err}
 		}
 		return nil
@@ -379,7 +380,7 @@ func (p *publisher) exec(ctx context.Context, stmt string) error {
 	if _, err := p.primary.Exec(ctx, `SET synchronous_commit = local`); err != nil {
 		return fmt.Errorf("SET synchronous_commit = local: %w", err)
 	}
-	if _, err := p.primary.Exec(ctx, stmt); err != nil {
+	if _, err := p.primary.Exec(ctx, stmt); err != nil && !p.made(err, stmt) {
 		return &ddlRefusal{err: err}
 	}
 	var lsn string
@@ -387,6 +388,21 @@ func (p *publisher) exec(ctx context.Context, stmt string) error {
 		return fmt.Errorf("reading pg_current_wal_lsn() after it: %w", err)
 	}
 	return p.waitReplayed(ctx, lsn, stmt)
+}
+
+// made says whether err is CREATE PUBLICATION's "already exists"
+// (42710), and logs it: the publication was made since the catalog was
+// read, by another relay or a migration, or (on a standby, whose catalog
+// the existence was read from) on the primary before the standby replayed
+// it, as after a restart while replay was paused. The caller then waits
+// for the replay as after its own CREATE and reads the publication again.
+func (p *publisher) made(err error, stmt string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42710" {
+		return false
+	}
+	p.log.Info("preflight: the publication exists already"+p.on()+"; reading it instead", "publication", p.cfg.Publication, "statement", stmt)
+	return true
 }
 
 // ddlRefusal is exec's error when the server answered the statement
@@ -460,13 +476,17 @@ func publicationTables(ctx context.Context, pub *publisher) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var exists, allTables, viaRoot bool
-	err = conn.QueryRow(ctx, `SELECT true, puballtables, pubviaroot FROM pg_publication WHERE pubname = $1`, cfg.Publication).Scan(&exists, &allTables, &viaRoot)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("preflight: reading publication %q: %w", cfg.Publication, err)
+	exists, viaRoot, err := readPublication(ctx, conn, cfg.Publication)
+	if err != nil {
+		return nil, err
 	}
 	if !exists {
 		if err := createPublication(ctx, pub, candidates); err != nil {
+			return nil, err
+		}
+		// Read again: CREATE may have found it made already, with
+		// options of its own (made).
+		if _, viaRoot, err = readPublication(ctx, conn, cfg.Publication); err != nil {
 			return nil, err
 		}
 	}
@@ -514,6 +534,16 @@ func publicationTables(ctx context.Context, pub *publisher) ([]string, error) {
 			ErrPublication, cfg.Publication, strings.Join(missing, ", "), pub.on(), postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(missing), ", "))
 	}
 	return covered, nil
+}
+
+// readPublication says whether publication name exists on conn, and
+// whether it publishes via the partition root.
+func readPublication(ctx context.Context, conn *pgx.Conn, name string) (exists, viaRoot bool, err error) {
+	err = conn.QueryRow(ctx, `SELECT true, pubviaroot FROM pg_publication WHERE pubname = $1`, name).Scan(&exists, &viaRoot)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return false, false, fmt.Errorf("preflight: reading publication %q: %w", name, err)
+	}
+	return exists, viaRoot, nil
 }
 
 func createPublication(ctx context.Context, pub *publisher, tables []string) error {

@@ -63,6 +63,28 @@ func TestStandbyPublication(t *testing.T) {
 		t.Fatalf("the relay failed after ALTER PUBLICATION on the primary:\n%s", r.logTail(30))
 	}
 	r.stop(t, 30*time.Second)
+
+	// s36 review finding 5: the publication exists on the primary and the
+	// standby has not replayed it yet (replay paused, as after a restart
+	// while the preflight waited): the preflight read "missing" on the
+	// standby, CREATE failed on the primary with 42710, and the relay
+	// stopped. Now it waits for the replay and reads it.
+	made := name + "_m"
+	sp.PauseReplay(t, standby)
+	pgExec(t, admin, `CREATE PUBLICATION `+made+` FOR ALL TABLES WITH (publish_via_partition_root = true)`)
+	r = startRelay(t, standbyConfig(t, p, name, map[string]string{"publication.name": made, "publication.autocreate.mode": "all_tables"}))
+	testbed.WaitFor(t, "the preflight to find the publication made on the primary", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "the publication exists already") || r.exited()
+	})
+	sp.ResumeReplay(t, standby)
+	testbed.WaitFor(t, "the preflight to see it replayed", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "the standby replayed the publication's DDL run on the primary") || r.exited()
+	})
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	if r.exited() || strings.Contains(r.log(), "level=ERROR") || strings.Contains(r.log(), "already exists") {
+		t.Fatalf("the relay failed on a publication made on the primary and not yet replayed:\n%s", r.logTail(30))
+	}
+	r.stop(t, 30*time.Second)
 }
 
 // TestStandbyWrongPrimary: i30-review finding 7. database.primary.hostname
