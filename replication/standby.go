@@ -293,12 +293,17 @@ func (s *stream) standbyHeartbeat(ctx context.Context, now time.Time) error {
 }
 
 // onPrimary connects to database.primary.hostname if need be and runs
-// heartbeat.action.query there.
+// heartbeat.action.query there. The connection is ConnectPrimary's, as
+// the preflight's: within connect_timeout (and ctx, standbyHeartbeatTimeout),
+// and only to a primary of the standby's cluster that is out of recovery
+// (VerifyPrimary, on the stream's ordinary connection), so that a primary
+// unreachable at preflight is checked before the query is sent to
+// whatever answers later.
 func (s *stream) onPrimary(ctx context.Context) error {
 	if s.primary == nil {
-		conn, err := s.cfg.Primary().Connect(ctx)
+		conn, err := s.cfg.ConnectPrimary(ctx, s.conn)
 		if err != nil {
-			return fmt.Errorf("connecting: %w", err)
+			return &primaryUnusable{err: fmt.Errorf("connecting: %w", err)}
 		}
 		s.primary = conn
 	}
@@ -327,6 +332,16 @@ func (s *stream) closePrimary() {
 // other error of a connected primary is not (see standbyHeartbeat).
 func heartbeatQueryWrong(err error) bool {
 	var connectErr *pgconn.ConnectError
+	var unusable *primaryUnusable
 	var pgErr *pgconn.PgError
-	return !errors.As(err, &connectErr) && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
+	return !errors.As(err, &connectErr) && !errors.As(err, &unusable) && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
 }
+
+// primaryUnusable is onPrimary's error before the query ran: the
+// connection or VerifyPrimary failed (unreachable, another cluster, in
+// recovery, pg_control_system() refused). A WARN, never the end of the
+// relay: decoding does not need the primary.
+type primaryUnusable struct{ err error }
+
+func (e *primaryUnusable) Error() string { return e.err.Error() }
+func (e *primaryUnusable) Unwrap() error { return e.err }
