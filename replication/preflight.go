@@ -217,7 +217,9 @@ func (s Settings) failoverFinding() Finding {
 		Err: fmt.Errorf("preflight: %w: slot.failover=true needs PostgreSQL 17 or newer, the server is %s (server_version_num %d): set slot.failover=false, or upgrade", ErrServerVersion, s.Version, s.VersionNum)}
 }
 
-// slotInvalidatedSQL is Slot.Invalidated read from pg_replication_slots s:
+// slotInvalidatedSQL is Slot.Invalidated read from s, a row of
+// pg_replication_slots or of pg_get_replication_slots() (the same column
+// names):
 // invalidation_reason on 17+, conflicting on 16 (through to_jsonb, which
 // yields NULL for a column the server does not have), "" when valid.
 const slotInvalidatedSQL = `coalesce(to_jsonb(s)->>'invalidation_reason', CASE WHEN (to_jsonb(s)->>'conflicting')::bool THEN 'conflicting with recovery' ELSE '' END)`

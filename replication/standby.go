@@ -137,14 +137,20 @@ type StandbyReplay struct {
 	SlotInvalidated string
 }
 
-// replaySQL samples StandbyReplay in one round trip, with no lock and no
-// snapshot of a table (pg_replication_slots reads shared memory), so the
-// standby's replay never waits for it.
+// replaySQL samples StandbyReplay in one round trip. It names no
+// relation: pg_get_replication_slots() reads the slots from shared memory,
+// where the view pg_replication_slots would also join pg_database, whose
+// AccessShareLock waits behind an AccessExclusiveLock the startup process
+// replays (a VACUUM truncating pg_database) until its commit replays;
+// with replay paused there, the sample on the lock's connection would time
+// out and the failover lock look lost. The function's columns have the
+// view's names (conflicting on 16, invalidation_reason on 17+), so
+// slotInvalidatedSQL, shared with InspectSlot's view, reads both.
 const replaySQL = `SELECT pg_is_in_recovery(),
 	coalesce(greatest(pg_last_wal_receive_lsn() - pg_last_wal_replay_lsn(), 0), 0)::float8,
 	CASE WHEN pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()
 		THEN coalesce(greatest(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0), 0) ELSE 0 END::float8,
-	coalesce((SELECT ` + slotInvalidatedSQL + ` FROM pg_replication_slots s WHERE slot_name = $1), '')`
+	coalesce((SELECT ` + slotInvalidatedSQL + ` FROM pg_get_replication_slots() s WHERE slot_name = $1), '')`
 
 // ReadReplay samples the standby's replay lag and the slot's invalidation
 // on conn (any connection to the standby).
