@@ -389,7 +389,17 @@ func (p *publisher) exec(ctx context.Context, stmt string) error {
 	if err := p.primary.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
 		return fmt.Errorf("reading pg_current_wal_lsn() after it: %w", err)
 	}
-	return p.waitReplayed(ctx, lsn, stmt)
+	promoted, err := p.waitReplayed(ctx, lsn, stmt)
+	if err != nil || !promoted {
+		return err
+	}
+	// Promoted while it waited: the WAL of the primary's DDL may be lost
+	// with the old primary (synchronous_commit = local). Run it again on
+	// database.hostname, now the primary: CREATE answers 42710 when it
+	// was replayed (made), ALTER … SET TABLE sets the same tables.
+	p.standby = false
+	p.log.Info("preflight: database.hostname was promoted while waiting for its replay; the publication's DDL runs there", "statement", stmt)
+	return p.exec(ctx, stmt)
 }
 
 // made says whether err is CREATE PUBLICATION's "already exists"
@@ -433,22 +443,26 @@ func ddlFailed(ctx context.Context, err error, stmt, on string, refused func(err
 }
 
 // waitReplayed waits until the standby replayed the primary's WAL up to
-// lsn, or was promoted (then it has all the WAL it will ever replay). A
+// lsn, or was promoted (promoted: then it has all the WAL it will ever
+// replay, perhaps without the DDL's, and exec runs it again there). A
 // paused or cut-off replay makes it wait, as decoding would: it WARNs
 // every 30 s and ends with ctx.
-func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) error {
+func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) (promoted bool, err error) {
 	start := time.Now()
 	warn := 30 * time.Second
 	for {
 		var done bool
 		var replayed *string
-		err := p.conn.QueryRow(ctx, `SELECT NOT pg_is_in_recovery() OR coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false), pg_last_wal_replay_lsn()::text`, lsn).Scan(&done, &replayed)
+		err := p.conn.QueryRow(ctx, `SELECT NOT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false), pg_last_wal_replay_lsn()::text`, lsn).Scan(&promoted, &done, &replayed)
 		if err != nil {
-			return fmt.Errorf("waiting for database.hostname %s to replay %s (%s, run on the primary): %w", p.cfg.Where(), lsn, stmt, standbyError(err, true))
+			return false, fmt.Errorf("waiting for database.hostname %s to replay %s (%s, run on the primary): %w", p.cfg.Where(), lsn, stmt, standbyError(err, true))
+		}
+		if promoted {
+			return true, nil
 		}
 		if done {
 			p.log.Info("preflight: the standby replayed the publication's DDL run on the primary", "statement", stmt, "primary_lsn", lsn, "waited", time.Since(start).Round(time.Millisecond).String())
-			return nil
+			return false, nil
 		}
 		if time.Since(start) >= warn {
 			p.log.Warn("preflight: waiting for the standby to replay the publication's DDL run on the primary (replay paused, or the standby cut off from the primary?)",
@@ -457,7 +471,7 @@ func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -85,6 +87,36 @@ func TestStandbyPublication(t *testing.T) {
 		t.Fatalf("the relay failed on a publication made on the primary and not yet replayed:\n%s", r.logTail(30))
 	}
 	r.stop(t, 30*time.Second)
+
+	// s36 review finding 5, the promotion: the standby promoted while the
+	// preflight waits for the replay of its CREATE on the primary. The
+	// DDL's WAL may be lost with the old primary, so it runs again on the
+	// promoted server (here it was received, and CREATE answers 42710).
+	promoted := name + "_p"
+	sp.PauseReplay(t, standby)
+	r = startRelay(t, standbyConfig(t, p, name, map[string]string{"publication.name": promoted, "publication.autocreate.mode": "all_tables"}))
+	testbed.WaitFor(t, "the preflight to create the publication on the primary", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "SET synchronous_commit") || strings.Contains(r.log(), "waiting for the standby") || r.exited() || publicationOn(t, admin, promoted)
+	})
+	sp.Promote(t)
+	testbed.WaitFor(t, "the preflight to run the DDL on the promoted server", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "was promoted while waiting for its replay") || r.exited()
+	})
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	if r.exited() || strings.Contains(r.log(), "level=ERROR") || !publicationOn(t, standby, promoted) {
+		t.Fatalf("the relay after a promotion during the replay wait:\n%s", r.logTail(30))
+	}
+	r.stop(t, 30*time.Second)
+}
+
+// publicationOn says whether publication name exists on conn's server.
+func publicationOn(t *testing.T, conn *pgx.Conn, name string) bool {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_publication WHERE pubname = $1`, name).Scan(&n); err != nil {
+		t.Fatalf("reading pg_publication: %v", err)
+	}
+	return n == 1
 }
 
 // TestStandbyWrongPrimary: i30-review finding 7. database.primary.hostname
