@@ -274,7 +274,7 @@ func (c *Config) Connect(ctx context.Context) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
-		return nil, c.ConnectError("connecting", err)
+		return nil, c.readOnlyRefused(c.ConnectError("connecting", err))
 	}
 	return conn, nil
 }

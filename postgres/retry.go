@@ -20,7 +20,10 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrConnSettings) || errors.Is(err, ErrAuthMethod) {
+	// ErrNotThePrimary before the connection's error it may wrap: a
+	// database.primary.hostname that is read-only refuses the next
+	// connection the same way.
+	if errors.Is(err, ErrConnSettings) || errors.Is(err, ErrAuthMethod) || errors.Is(err, ErrNotThePrimary) {
 		return false
 	}
 	// A certificate that does not verify will not verify on the next try.

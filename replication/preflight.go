@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxrelay/outboxrelay/capture"
 	"github.com/outboxrelay/outboxrelay/postgres"
@@ -216,7 +217,9 @@ func (s Settings) failoverFinding() Finding {
 		Err: fmt.Errorf("preflight: %w: slot.failover=true needs PostgreSQL 17 or newer, the server is %s (server_version_num %d): set slot.failover=false, or upgrade", ErrServerVersion, s.Version, s.VersionNum)}
 }
 
-// slotInvalidatedSQL is Slot.Invalidated read from pg_replication_slots s:
+// slotInvalidatedSQL is Slot.Invalidated read from s, a row of
+// pg_replication_slots or of pg_get_replication_slots() (the same column
+// names):
 // invalidation_reason on 17+, conflicting on 16 (through to_jsonb, which
 // yields NULL for a column the server does not have), "" when valid.
 const slotInvalidatedSQL = `coalesce(to_jsonb(s)->>'invalidation_reason', CASE WHEN (to_jsonb(s)->>'conflicting')::bool THEN 'conflicting with recovery' ELSE '' END)`
@@ -317,10 +320,11 @@ type publisher struct {
 var errPrimaryUnreachable = errors.New("database.primary.hostname is unreachable")
 
 // connectPrimary connects to database.primary.hostname and checks that it
-// is the standby's primary (postgres.ErrNotThePrimary stops the relay:
-// what it would do there, the janitor's deletes above all, compares WAL
-// positions of two unrelated clusters). An unreachable primary is only
-// logged: the standby decodes without it.
+// is a primary of the standby's cluster (postgres.ErrNotThePrimary stops
+// the relay: another cluster, whose WAL positions the janitor's rule
+// would compare, or a server in recovery or read-only, which can run
+// none of what the relay needs the primary for). An unreachable or
+// refusing primary is only logged: the standby decodes without it.
 func (p *publisher) connectPrimary(ctx context.Context) error {
 	conn, err := p.cfg.ConnectPrimary(ctx, p.conn)
 	switch {
@@ -328,6 +332,13 @@ func (p *publisher) connectPrimary(ctx context.Context) error {
 		return fmt.Errorf("preflight: %w", err)
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil && !postgres.Retryable(err):
+		// Reached, and refused (credentials, pg_hba, EXECUTE on
+		// pg_control_system() revoked): err says the fix.
+		p.primaryErr = err
+		p.log.Warn("preflight: database.hostname is a hot standby and database.primary.hostname refused the relay (see err for the fix); decoding on the standby goes on, what needs the primary fails until it is fixed",
+			"primary", p.cfg.Primary().Where(), "err", err)
+		return nil
 	case err != nil:
 		p.primaryErr = err
 		p.log.Warn("preflight: database.hostname is a hot standby and database.primary.hostname cannot be reached now; decoding on the standby goes on, what needs the primary waits for it",
@@ -360,42 +371,98 @@ func (p *publisher) on() string {
 // read next, show the change.
 func (p *publisher) exec(ctx context.Context, stmt string) error {
 	if !p.standby {
-		_, err := p.conn.Exec(ctx, stmt)
-		return err
+		if _, err := p.conn.Exec(ctx, stmt); err != nil && !p.made(err, stmt) {
+			return &ddlRefusal{err: err}
+		}
+		return nil
 	}
 	if p.primary == nil {
 		return fmt.Errorf("preflight: %s must run%s: %w: %w", stmt, p.on(), errPrimaryUnreachable, p.primaryErr)
 	}
 	if _, err := p.primary.Exec(ctx, `SET synchronous_commit = local`); err != nil {
-		return err
+		return fmt.Errorf("SET synchronous_commit = local: %w", err)
 	}
-	if _, err := p.primary.Exec(ctx, stmt); err != nil {
-		return err
+	if _, err := p.primary.Exec(ctx, stmt); err != nil && !p.made(err, stmt) {
+		return &ddlRefusal{err: err}
 	}
 	var lsn string
 	if err := p.primary.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
 		return fmt.Errorf("reading pg_current_wal_lsn() after it: %w", err)
 	}
-	return p.waitReplayed(ctx, lsn, stmt)
+	promoted, err := p.waitReplayed(ctx, lsn, stmt)
+	if err != nil || !promoted {
+		return err
+	}
+	// Promoted while it waited: the WAL of the primary's DDL may be lost
+	// with the old primary (synchronous_commit = local). Run it again on
+	// database.hostname, now the primary: CREATE answers 42710 when it
+	// was replayed (made), ALTER … SET TABLE sets the same tables.
+	p.standby = false
+	p.log.Info("preflight: database.hostname was promoted while waiting for its replay; the publication's DDL runs there", "statement", stmt)
+	return p.exec(ctx, stmt)
+}
+
+// made says whether err is CREATE PUBLICATION's "already exists"
+// (42710), and logs it: the publication was made since the catalog was
+// read, by another relay or a migration, or (on a standby, whose catalog
+// the existence was read from) on the primary before the standby replayed
+// it, as after a restart while replay was paused. The caller then waits
+// for the replay as after its own CREATE and reads the publication again.
+func (p *publisher) made(err error, stmt string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42710" {
+		return false
+	}
+	p.log.Info("preflight: the publication exists already"+p.on()+"; reading it instead", "publication", p.cfg.Publication, "statement", stmt)
+	return true
+}
+
+// ddlRefusal is exec's error when the server answered the statement
+// itself with an error; everything else exec returns (the primary's
+// connection lost, the standby's replay wait cancelled) is not one.
+type ddlRefusal struct{ err error }
+
+func (e *ddlRefusal) Error() string { return e.err.Error() }
+func (e *ddlRefusal) Unwrap() error { return e.err }
+
+// ddlFailed is exec's err as the preflight returns it. Only a refusal of
+// the statement that no retry mends (a privilege, a table, a read-only
+// server) becomes ErrPublication with refused's fix, which stops the
+// relay. Anything else (the primary restarted or unreachable, the network
+// dropped, a recovery conflict cancelled the replay wait, ctx ended) keeps
+// its cause under %w, so that Retryable retries the session.
+func ddlFailed(ctx context.Context, err error, stmt, on string, refused func(err error) error) error {
+	if errors.Is(err, errPrimaryUnreachable) {
+		return err
+	}
+	var r *ddlRefusal
+	if errors.As(err, &r) && !Retryable(err) && ctx.Err() == nil {
+		return refused(r.err)
+	}
+	return fmt.Errorf("preflight: %s%s: %w", stmt, on, err)
 }
 
 // waitReplayed waits until the standby replayed the primary's WAL up to
-// lsn, or was promoted (then it has all the WAL it will ever replay). A
+// lsn, or was promoted (promoted: then it has all the WAL it will ever
+// replay, perhaps without the DDL's, and exec runs it again there). A
 // paused or cut-off replay makes it wait, as decoding would: it WARNs
 // every 30 s and ends with ctx.
-func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) error {
+func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) (promoted bool, err error) {
 	start := time.Now()
 	warn := 30 * time.Second
 	for {
 		var done bool
 		var replayed *string
-		err := p.conn.QueryRow(ctx, `SELECT NOT pg_is_in_recovery() OR coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false), pg_last_wal_replay_lsn()::text`, lsn).Scan(&done, &replayed)
+		err := p.conn.QueryRow(ctx, `SELECT NOT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false), pg_last_wal_replay_lsn()::text`, lsn).Scan(&promoted, &done, &replayed)
 		if err != nil {
-			return fmt.Errorf("preflight: waiting for database.hostname %s to replay %s (%s, run on the primary): %w", p.cfg.Where(), lsn, stmt, err)
+			return false, fmt.Errorf("waiting for database.hostname %s to replay %s (%s, run on the primary): %w", p.cfg.Where(), lsn, stmt, standbyError(err, true))
+		}
+		if promoted {
+			return true, nil
 		}
 		if done {
 			p.log.Info("preflight: the standby replayed the publication's DDL run on the primary", "statement", stmt, "primary_lsn", lsn, "waited", time.Since(start).Round(time.Millisecond).String())
-			return nil
+			return false, nil
 		}
 		if time.Since(start) >= warn {
 			p.log.Warn("preflight: waiting for the standby to replay the publication's DDL run on the primary (replay paused, or the standby cut off from the primary?)",
@@ -404,7 +471,7 @@ func (p *publisher) waitReplayed(ctx context.Context, lsn, stmt string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -425,13 +492,17 @@ func publicationTables(ctx context.Context, pub *publisher) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var exists, allTables, viaRoot bool
-	err = conn.QueryRow(ctx, `SELECT true, puballtables, pubviaroot FROM pg_publication WHERE pubname = $1`, cfg.Publication).Scan(&exists, &allTables, &viaRoot)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("preflight: reading publication %q: %w", cfg.Publication, err)
+	exists, viaRoot, err := readPublication(ctx, conn, cfg.Publication)
+	if err != nil {
+		return nil, err
 	}
 	if !exists {
 		if err := createPublication(ctx, pub, candidates); err != nil {
+			return nil, err
+		}
+		// Read again: CREATE may have found it made already, with
+		// options of its own (made).
+		if _, viaRoot, err = readPublication(ctx, conn, cfg.Publication); err != nil {
 			return nil, err
 		}
 	}
@@ -468,10 +539,9 @@ func publicationTables(ctx context.Context, pub *publisher) ([]string, error) {
 		if cfg.AutoCreate == PublicationFiltered {
 			stmt := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(candidates), ", "))
 			if err := pub.exec(ctx, stmt); err != nil {
-				if errors.Is(err, errPrimaryUnreachable) {
-					return nil, err
-				}
-				return nil, fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered)%s: %v", ErrPublication, stmt, pub.on(), err)
+				return nil, ddlFailed(ctx, err, stmt, pub.on(), func(err error) error {
+					return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=filtered)%s: %v", ErrPublication, stmt, pub.on(), err)
+				})
 			}
 			log.Info("publication altered", "publication", cfg.Publication, "tables", candidates)
 			return candidates, nil
@@ -480,6 +550,16 @@ func publicationTables(ctx context.Context, pub *publisher) ([]string, error) {
 			ErrPublication, cfg.Publication, strings.Join(missing, ", "), pub.on(), postgres.QuoteIdent(cfg.Publication), strings.Join(postgres.QuoteTables(missing), ", "))
 	}
 	return covered, nil
+}
+
+// readPublication says whether publication name exists on conn, and
+// whether it publishes via the partition root.
+func readPublication(ctx context.Context, conn *pgx.Conn, name string) (exists, viaRoot bool, err error) {
+	err = conn.QueryRow(ctx, `SELECT true, pubviaroot FROM pg_publication WHERE pubname = $1`, name).Scan(&exists, &viaRoot)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return false, false, fmt.Errorf("preflight: reading publication %q: %w", name, err)
+	}
+	return exists, viaRoot, nil
 }
 
 func createPublication(ctx context.Context, pub *publisher, tables []string) error {
@@ -504,11 +584,10 @@ func createPublication(ctx context.Context, pub *publisher, tables []string) err
 		stmt = fmt.Sprintf("CREATE PUBLICATION %s", postgres.QuoteIdent(cfg.Publication)) + with
 	}
 	if err := pub.exec(ctx, stmt); err != nil {
-		if errors.Is(err, errPrimaryUnreachable) {
-			return err
-		}
-		return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed%s: %v; create it as an administrator%s, or set publication.autocreate.mode=disabled",
-			ErrPublication, stmt, cfg.AutoCreate, pub.on(), err, pub.on())
+		return ddlFailed(ctx, err, stmt, pub.on(), func(err error) error {
+			return fmt.Errorf("preflight: %w: %s (publication.autocreate.mode=%s) failed%s: %v; create it as an administrator%s, or set publication.autocreate.mode=disabled",
+				ErrPublication, stmt, cfg.AutoCreate, pub.on(), err, pub.on())
+		})
 	}
 	pub.log.Info("publication created", "publication", cfg.Publication, "statement", stmt, "on_primary", pub.standby)
 	return nil

@@ -137,14 +137,20 @@ type StandbyReplay struct {
 	SlotInvalidated string
 }
 
-// replaySQL samples StandbyReplay in one round trip, with no lock and no
-// snapshot of a table (pg_replication_slots reads shared memory), so the
-// standby's replay never waits for it.
+// replaySQL samples StandbyReplay in one round trip. It names no
+// relation: pg_get_replication_slots() reads the slots from shared memory,
+// where the view pg_replication_slots would also join pg_database, whose
+// AccessShareLock waits behind an AccessExclusiveLock the startup process
+// replays (a VACUUM truncating pg_database) until its commit replays;
+// with replay paused there, the sample on the lock's connection would time
+// out and the failover lock look lost. The function's columns have the
+// view's names (conflicting on 16, invalidation_reason on 17+), so
+// slotInvalidatedSQL, shared with InspectSlot's view, reads both.
 const replaySQL = `SELECT pg_is_in_recovery(),
 	coalesce(greatest(pg_last_wal_receive_lsn() - pg_last_wal_replay_lsn(), 0), 0)::float8,
 	CASE WHEN pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()
 		THEN coalesce(greatest(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0), 0) ELSE 0 END::float8,
-	coalesce((SELECT ` + slotInvalidatedSQL + ` FROM pg_replication_slots s WHERE slot_name = $1), '')`
+	coalesce((SELECT ` + slotInvalidatedSQL + ` FROM pg_get_replication_slots() s WHERE slot_name = $1), '')`
 
 // ReadReplay samples the standby's replay lag and the slot's invalidation
 // on conn (any connection to the standby).
@@ -293,12 +299,17 @@ func (s *stream) standbyHeartbeat(ctx context.Context, now time.Time) error {
 }
 
 // onPrimary connects to database.primary.hostname if need be and runs
-// heartbeat.action.query there.
+// heartbeat.action.query there. The connection is ConnectPrimary's, as
+// the preflight's: within connect_timeout (and ctx, standbyHeartbeatTimeout),
+// and only to a primary of the standby's cluster that is out of recovery
+// (VerifyPrimary, on the stream's ordinary connection), so that a primary
+// unreachable at preflight is checked before the query is sent to
+// whatever answers later.
 func (s *stream) onPrimary(ctx context.Context) error {
 	if s.primary == nil {
-		conn, err := s.cfg.Primary().Connect(ctx)
+		conn, err := s.cfg.ConnectPrimary(ctx, s.conn)
 		if err != nil {
-			return fmt.Errorf("connecting: %w", err)
+			return &primaryUnusable{err: fmt.Errorf("connecting: %w", err)}
 		}
 		s.primary = conn
 	}
@@ -327,6 +338,16 @@ func (s *stream) closePrimary() {
 // other error of a connected primary is not (see standbyHeartbeat).
 func heartbeatQueryWrong(err error) bool {
 	var connectErr *pgconn.ConnectError
+	var unusable *primaryUnusable
 	var pgErr *pgconn.PgError
-	return !errors.As(err, &connectErr) && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
+	return !errors.As(err, &connectErr) && !errors.As(err, &unusable) && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42")
 }
+
+// primaryUnusable is onPrimary's error before the query ran: the
+// connection or VerifyPrimary failed (unreachable, another cluster, in
+// recovery, pg_control_system() refused). A WARN, never the end of the
+// relay: decoding does not need the primary.
+type primaryUnusable struct{ err error }
+
+func (e *primaryUnusable) Error() string { return e.err.Error() }
+func (e *primaryUnusable) Unwrap() error { return e.err }

@@ -272,6 +272,11 @@ func TestHeartbeatQueryWrong(t *testing.T) {
 		{"read-only: the primary was demoted", &pgconn.PgError{Code: "25006"}, false},
 		{"shutting down", &pgconn.PgError{Code: "57P01"}, false},
 		{"connection lost", io.ErrUnexpectedEOF, false},
+		// s36 review finding 6: the heartbeat's connection now checks the
+		// primary as the preflight does; a refused pg_control_system()
+		// there is the primary being unusable, not the query being wrong.
+		{"pg_control_system() refused by the primary", &primaryUnusable{err: fmt.Errorf("connecting: %w", &pgconn.PgError{Code: "42501"})}, false},
+		{"another cluster or in recovery", &primaryUnusable{err: fmt.Errorf("connecting: %w", postgres.ErrNotThePrimary)}, false},
 	}
 	for _, c := range cases {
 		if got := heartbeatQueryWrong(c.err); got != c.want {

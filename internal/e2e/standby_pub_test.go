@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxrelay/outboxrelay/internal/testbed"
 )
 
@@ -63,6 +65,58 @@ func TestStandbyPublication(t *testing.T) {
 		t.Fatalf("the relay failed after ALTER PUBLICATION on the primary:\n%s", r.logTail(30))
 	}
 	r.stop(t, 30*time.Second)
+
+	// s36 review finding 5: the publication exists on the primary and the
+	// standby has not replayed it yet (replay paused, as after a restart
+	// while the preflight waited): the preflight read "missing" on the
+	// standby, CREATE failed on the primary with 42710, and the relay
+	// stopped. Now it waits for the replay and reads it.
+	made := name + "_m"
+	sp.PauseReplay(t, standby)
+	pgExec(t, admin, `CREATE PUBLICATION `+made+` FOR ALL TABLES WITH (publish_via_partition_root = true)`)
+	r = startRelay(t, standbyConfig(t, p, name, map[string]string{"publication.name": made, "publication.autocreate.mode": "all_tables"}))
+	testbed.WaitFor(t, "the preflight to find the publication made on the primary", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "the publication exists already") || r.exited()
+	})
+	sp.ResumeReplay(t, standby)
+	testbed.WaitFor(t, "the preflight to see it replayed", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "the standby replayed the publication's DDL run on the primary") || r.exited()
+	})
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	if r.exited() || strings.Contains(r.log(), "level=ERROR") || strings.Contains(r.log(), "already exists") {
+		t.Fatalf("the relay failed on a publication made on the primary and not yet replayed:\n%s", r.logTail(30))
+	}
+	r.stop(t, 30*time.Second)
+
+	// s36 review finding 5, the promotion: the standby promoted while the
+	// preflight waits for the replay of its CREATE on the primary. The
+	// DDL's WAL may be lost with the old primary, so it runs again on the
+	// promoted server (here it was received, and CREATE answers 42710).
+	promoted := name + "_p"
+	sp.PauseReplay(t, standby)
+	r = startRelay(t, standbyConfig(t, p, name, map[string]string{"publication.name": promoted, "publication.autocreate.mode": "all_tables"}))
+	testbed.WaitFor(t, "the preflight to create the publication on the primary", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "SET synchronous_commit") || strings.Contains(r.log(), "waiting for the standby") || r.exited() || publicationOn(t, admin, promoted)
+	})
+	sp.Promote(t)
+	testbed.WaitFor(t, "the preflight to run the DDL on the promoted server", 60*time.Second, func() bool {
+		return strings.Contains(r.log(), "was promoted while waiting for its replay") || r.exited()
+	})
+	testbed.WaitSlotActive(t, standby, name, 60*time.Second)
+	if r.exited() || strings.Contains(r.log(), "level=ERROR") || !publicationOn(t, standby, promoted) {
+		t.Fatalf("the relay after a promotion during the replay wait:\n%s", r.logTail(30))
+	}
+	r.stop(t, 30*time.Second)
+}
+
+// publicationOn says whether publication name exists on conn's server.
+func publicationOn(t *testing.T, conn *pgx.Conn, name string) bool {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_publication WHERE pubname = $1`, name).Scan(&n); err != nil {
+		t.Fatalf("reading pg_publication: %v", err)
+	}
+	return n == 1
 }
 
 // TestStandbyWrongPrimary: i30-review finding 7. database.primary.hostname
@@ -97,6 +151,25 @@ func TestStandbyWrongPrimary(t *testing.T) {
 		t.Fatalf("check with an unrelated database.primary.hostname: exit %d; want a failure %q naming both hosts in:\n%s", code, want, out)
 	}
 	t.Logf("check:\n%s", out)
+
+	// s36 review finding 3: a "primary" of the same cluster that is in
+	// recovery (here the standby itself, as an old primary rejoined as a
+	// standby would be) passed the identifier check. Its connection asks
+	// for target_session_attrs=read-write, and pgx's bare "read only
+	// connection" was taken for an unreachable primary.
+	self := standbyConfig(t, p, name, map[string]string{"database.primary.port": fmt.Sprint(p.standby.Port)})
+	key := fmt.Sprintf("database.primary.hostname 127.0.0.1:%d/postgres is read-only", p.standby.Port)
+	r = startRelay(t, self)
+	code = r.wait(t, 60*time.Second)
+	for _, w := range []string{key, "in recovery", "set database.primary.hostname and database.primary.port to the current primary"} {
+		if code != 1 || !strings.Contains(r.log(), w) {
+			t.Fatalf("the relay with database.primary.hostname in recovery exited %d; want 1 saying %q; log:\n%s", code, w, r.logTail(10))
+		}
+	}
+	out, code = runCheck(t, self)
+	if want := fmt.Sprintf("✗ primary 127.0.0.1:%d/postgres connection", p.standby.Port); code == 0 || !strings.Contains(out, want) || !strings.Contains(out, key) {
+		t.Fatalf("check with database.primary.hostname in recovery: exit %d; want %q saying %q in:\n%s", code, want, key, out)
+	}
 }
 
 // TestStandbyCheckRefusals: check on a hot standby shows as ✗ what run
