@@ -29,6 +29,7 @@ const clockTick = 10 * time.Millisecond
 // ("Decoding on a standby") holds the 60 s run on 16, 17 and 18
 // (OUTBOXRELAY_STANDBY_MAJORS=16,17,18 OUTBOXRELAY_STANDBY_LOAD=60s).
 func TestStandbyCPU(t *testing.T) {
+	t.Parallel()
 	testbed.NewestStandbyMajor(t, testStandbyCPU)
 }
 

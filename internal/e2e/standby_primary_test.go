@@ -78,7 +78,10 @@ func startCluster(t *testing.T, pg testbed.PrivateCluster) {
 // standby while the primary is down, are delivered; the session never
 // fails; one WARN names database.primary.hostname; once the primary is
 // back the heartbeats write there again.
-func TestStandbyPrimaryDown(t *testing.T) { testbed.NewestStandbyMajor(t, testStandbyPrimaryDown) }
+func TestStandbyPrimaryDown(t *testing.T) {
+	t.Parallel()
+	testbed.NewestStandbyMajor(t, testStandbyPrimaryDown)
+}
 
 func testStandbyPrimaryDown(t *testing.T, major int) {
 	sp, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "pd", "")
@@ -144,6 +147,7 @@ func testStandbyPrimaryDown(t *testing.T, major int) {
 // again on the old primary; the old primary stopped, no session fails and
 // no event is missing.
 func TestStandbyPromotedHeartbeat(t *testing.T) {
+	t.Parallel()
 	testbed.NewestStandbyMajor(t, testStandbyPromotedHeartbeat)
 }
 
@@ -232,6 +236,7 @@ func freezeCluster(t *testing.T, pg testbed.PrivateCluster) (thaw func()) {
 // delivered. PostgreSQL 17 only: the wait is the test's cost, and the
 // behaviour is the relay's, not the server's.
 func TestStandbyPrimaryHung(t *testing.T) {
+	t.Parallel()
 	const major = 17
 	sp, p, admin, standby, r, name := startStandbyHeartbeatRelay(t, major, "ph", "wal_sender_timeout = '15s'")
 	waitFor(t, "heartbeat.action.query to run on the primary", 10*time.Second, func() bool { return beats(t, admin) > 0 })
@@ -269,6 +274,7 @@ func TestStandbyPrimaryHung(t *testing.T) {
 // session fails and every row committed after it is delivered.
 // PostgreSQL 17 only, to keep make test short: the loop is the relay's.
 func TestStandbyCreateWithPrimaryDown(t *testing.T) {
+	t.Parallel()
 	const major = 17
 	sp, p, _, standby, name := standbyOutbox(t, major, "cd", "")
 	stopCluster(t, p.primary)

@@ -21,6 +21,7 @@ import (
 // replayed it, and relays; in filtered mode a table added to the list is
 // added by ALTER PUBLICATION on the primary too. PostgreSQL 17.
 func TestStandbyPublication(t *testing.T) {
+	t.Parallel()
 	sp := testbed.StartStandbyPair(t, 17, "", "")
 	p := pgPair{primary: sp.Primary, standby: sp.Standby}
 	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
@@ -127,6 +128,7 @@ func publicationOn(t *testing.T, conn *pgx.Conn, name string) bool {
 // key, when the system identifiers differ. PostgreSQL 17, the "primary" an
 // unrelated private cluster.
 func TestStandbyWrongPrimary(t *testing.T) {
+	t.Parallel()
 	_, p, _, standby, name := standbyOutbox(t, 17, "wp", "")
 	other := testbed.StartPrivateClusterOf(t, 17, "wal_level = logical")
 	cfg := standbyConfig(t, p, name, map[string]string{"database.primary.port": fmt.Sprint(other.Port)})
@@ -179,6 +181,7 @@ func TestStandbyWrongPrimary(t *testing.T) {
 // the replay line now reports how far replay is behind the primary's WAL
 // and the WAL receiver's status. PostgreSQL 17.
 func TestStandbyCheckRefusals(t *testing.T) {
+	t.Parallel()
 	_, p, _, standby, name := standbyOutbox(t, 17, "cr", "")
 
 	out, code := runCheck(t, standbyConfig(t, p, name, nil))

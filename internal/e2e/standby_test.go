@@ -62,7 +62,10 @@ func standbyConfig(t *testing.T, p pgPair, name string, extra map[string]string)
 // order by id kept (outboxrelay verify). Before, preflight did not know
 // standbys: the slot took 19.9 s (the next running-xacts record) and
 // heartbeat.action.query failed on the read-only standby.
-func TestStandbyDecode(t *testing.T) { testbed.EachStandbyMajor(t, testStandbyDecode) }
+func TestStandbyDecode(t *testing.T) {
+	t.Parallel()
+	testbed.EachStandbyMajor(t, testStandbyDecode)
+}
 
 func testStandbyDecode(t *testing.T, major int) {
 	loadFor, pauseFor := standbyDurations(t)
@@ -217,7 +220,10 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 // lock's connection with the server, reconnects when the standby is back
 // and resumes from the slot; no event missing, order by id kept
 // (outboxrelay verify), the slot created once.
-func TestStandbyRestart(t *testing.T) { testbed.NewestStandbyMajor(t, testStandbyRestart) }
+func TestStandbyRestart(t *testing.T) {
+	t.Parallel()
+	testbed.NewestStandbyMajor(t, testStandbyRestart)
+}
 
 func testStandbyRestart(t *testing.T, major int) {
 	run := startStandbyRun(t, major, "rst")
@@ -262,6 +268,7 @@ func testStandbyRestart(t *testing.T, major int) {
 // again; every event committed before the change was published. Before,
 // the invalidated slot was reported as a failed START_REPLICATION only.
 func TestStandbySlotInvalidated(t *testing.T) {
+	t.Parallel()
 	testbed.EachStandbyMajor(t, testStandbySlotInvalidated)
 }
 
@@ -303,6 +310,7 @@ func testStandbySlotInvalidated(t *testing.T, major int) {
 // on; the version named), 16+ without database.primary.hostname (the key
 // named), and poll mode (it marks rows; the standby is read-only).
 func TestStandbyRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		major int
