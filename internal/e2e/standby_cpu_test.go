@@ -35,12 +35,7 @@ func TestStandbyCPU(t *testing.T) {
 
 func testStandbyCPU(t *testing.T, major int) {
 	loadFor, _ := standbyDurations(t)
-	sp := testbed.StartStandbyPair(t, major, "", "")
-	p := pgPair{primary: sp.Primary, standby: sp.Standby}
-	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
-	name := fmt.Sprintf("sbcpu%d_%d", major, time.Now().UnixNano()%1e9)
-	p.outbox(t, admin, name)
-	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	sp, p, admin, standby, name := standbyOutbox(t, major, "sbcpu", "")
 	for _, side := range []struct {
 		name string
 		host testbed.PrivateCluster

@@ -69,13 +69,7 @@ func TestStandbyDecode(t *testing.T) {
 
 func testStandbyDecode(t *testing.T, major int) {
 	loadFor, pauseFor := standbyDurations(t)
-	sp := testbed.StartStandbyPair(t, major, "", "")
-	p := pgPair{primary: sp.Primary, standby: sp.Standby}
-	admin, standby := pairConn(t, p.primary.Port), pairConn(t, p.standby.Port)
-	name := fmt.Sprintf("sb%d_%d", major, time.Now().UnixNano()%1e9)
-	p.outbox(t, admin, name)
-	pgExec(t, admin, `CREATE TABLE IF NOT EXISTS public.heartbeat (id int PRIMARY KEY, beats bigint NOT NULL)`)
-	sp.WaitReplayed(t, admin, standby, 30*time.Second)
+	sp, p, admin, standby, name := standbyOutbox(t, major, "sb", "")
 	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "500",
 		"heartbeat.action.query": "INSERT INTO public.heartbeat VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET beats = heartbeat.beats + 1"})
 
