@@ -71,7 +71,7 @@ func testStandbyDecode(t *testing.T, major int) {
 	loadFor, pauseFor := standbyDurations(t)
 	sp, p, admin, standby, name := standbyOutbox(t, major, "sb", "")
 	cfg := standbyConfig(t, p, name, map[string]string{"heartbeat.interval.ms": "500",
-		"heartbeat.action.query": "INSERT INTO public.heartbeat VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET beats = heartbeat.beats + 1"})
+		"heartbeat.action.query": standbyHeartbeatQuery})
 
 	checkStandby(t, cfg, admin, standby, p.standby.Port)
 	started := time.Now()
@@ -168,12 +168,8 @@ type standbyRun struct {
 // with the major and a number, and the relay on the standby.
 func startStandbyRun(t *testing.T, major int, prefix string) *standbyRun {
 	t.Helper()
-	sp := testbed.StartStandbyPair(t, major, "", "")
-	run := &standbyRun{sp: sp, p: pgPair{primary: sp.Primary, standby: sp.Standby},
-		name: fmt.Sprintf("%s%d_%d", prefix, major, time.Now().UnixNano()%1e9)}
-	run.admin, run.standby = pairConn(t, sp.Primary.Port), pairConn(t, sp.Standby.Port)
-	run.p.outbox(t, run.admin, run.name)
-	sp.WaitReplayed(t, run.admin, run.standby, 30*time.Second)
+	run := &standbyRun{}
+	run.sp, run.p, run.admin, run.standby, run.name = standbyOutbox(t, major, prefix, "")
 	run.cfg = standbyConfig(t, run.p, run.name, nil)
 	run.r = startRelay(t, run.cfg)
 	testbed.WaitSlotActive(t, run.standby, run.name, 60*time.Second)
@@ -208,7 +204,7 @@ func replayLagBytes(t *testing.T, primary *pgx.Conn) int64 {
 	return lag
 }
 
-// TestStandbyRestart: on PostgreSQL 16, 17 and 18 the hot standby the
+// TestStandbyRestart: on PostgreSQL 18 (NewestStandbyMajor) the hot standby the
 // relay decodes on is restarted (pg_ctl restart -m fast) while a loader
 // commits on the primary: the relay loses its session and its failover
 // lock's connection with the server, reconnects when the standby is back
