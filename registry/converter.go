@@ -65,7 +65,10 @@ type side struct {
 type compiled struct {
 	codec Codec
 	err   error
-	ids   map[string]knownID // subject → schema id
+	// ids maps a topic to the schema's id under the topic's subject: the
+	// subject depends on the topic alone for one side and one schema, and
+	// keying by topic spares building the subject's name per record.
+	ids map[string]knownID
 }
 
 // knownID is a schema id known for a subject. With use.latest.version
@@ -74,6 +77,7 @@ type compiled struct {
 // kept (auto.register.schemas and lookups: an id never changes).
 type knownID struct {
 	id      int
+	subject string
 	expires time.Time
 }
 
@@ -148,29 +152,28 @@ func (s *side) convert(ctx context.Context, c *Converter, rec *router.Record, en
 	if name == "" && s.cfg.Strategy != TopicName {
 		return nil, s.poison(rec, "", s.unnamed())
 	}
-	subject := s.cfg.Strategy.Subject(rec.Topic, s.cfg.IsKey, name)
-	known, ok := comp.ids[subject]
+	known, ok := comp.ids[rec.Topic]
 	if ok && !known.expires.IsZero() && !time.Now().Before(known.expires) {
 		ok = false
 	}
 	if !ok {
+		subject := s.cfg.Strategy.Subject(rec.Topic, s.cfg.IsKey, name)
 		id, err := s.schemaID(ctx, subject, comp.codec)
 		if err != nil {
 			return nil, s.classify(rec, subject, err)
 		}
-		known = knownID{id: id}
+		known = knownID{id: id, subject: subject}
 		if s.cfg.UseLatest && s.cfg.LatestTTL >= 0 {
 			known.expires = time.Now().Add(s.cfg.LatestTTL)
 		}
-		comp.ids[subject] = known
+		comp.ids[rec.Topic] = known
 	}
-	id := known.id
 	start := len(c.buf)
 	c.buf = append(c.buf, 0, 0, 0, 0, 0)
-	binary.BigEndian.PutUint32(c.buf[start+1:], uint32(id))
+	binary.BigEndian.PutUint32(c.buf[start+1:], uint32(known.id))
 	if c.buf, err = comp.codec.Append(c.buf, payload); err != nil {
 		c.buf = c.buf[:start]
-		return nil, s.poison(rec, subject, fmt.Errorf("encoding the payload: %w", err))
+		return nil, s.poison(rec, known.subject, fmt.Errorf("encoding the payload: %w", err))
 	}
 	return c.cut(start), nil
 }
