@@ -1,6 +1,9 @@
 package router
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // BenchmarkRoute routes the fixtures' first example row with the fixture
 // config: JSON expansion on and one header placement (event_type).
@@ -43,18 +46,39 @@ func BenchmarkAppendCompactJSON(b *testing.B) {
 	src := []byte(`{"orderId": 9191642889, "payableAmount": 199.00, "customer": {"id": "c-1", "tags": ["a", "b\"c", []], "vip": true},
 	  "lines": [{"sku": "X1", "qty": 2, "price": 1.5e2}, {"sku": "Y2", "qty": 1, "price": -0.25, "note": null}], "paid": false}`)
 	dst := make([]byte, 0, 512)
-	stack := make([]byte, 0, 16)
+	var c compactor
 	b.ReportAllocs()
 	b.SetBytes(int64(len(src)))
 	cpu := processCPU()
 	for b.Loop() {
 		var err error
-		dst, stack, err = appendCompactJSON(dst[:0], src, stack)
+		dst, err = c.append(dst[:0], src)
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
 	if used := processCPU() - cpu; used > 0 {
 		b.ReportMetric(float64(used)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// BenchmarkCompactShape compacts scripts/bench-converters' payload (as
+// jsonb prints it) with and without its shape, the router's first step for
+// an expanded payload with and without JsonConverter schemas.
+func BenchmarkCompactShape(b *testing.B) {
+	src := []byte(`{"a": 56, "ts": 1733600000123456, "run": "bench", "seq": 123456, "aseq": 1234, "note": "order placed by customer 56"}`)
+	for _, shapes := range []bool{false, true} {
+		b.Run(fmt.Sprintf("shapes=%t", shapes), func(b *testing.B) {
+			c := compactor{shapes: shapes}
+			var dst []byte
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				var err error
+				if dst, err = c.append(dst[:0], src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -14,79 +14,108 @@ const (
 	afterValue        // ',' or a closing bracket, or the end
 )
 
-// appendCompactJSON appends src to dst with the insignificant whitespace
-// removed and everything else copied byte for byte: number literals as
-// written (199.00 stays 199.00), strings with their escapes, keys in their
-// order, nulls and empty containers. It validates as it goes, in one pass,
-// without recursion; stack is scratch space for the open brackets, returned
-// for reuse. On error dst holds a partial result and must be truncated by
-// the caller.
+// compactor compacts JSON payloads (append), reusing its buffers. With
+// shapes set it also writes each payload's shape in the same pass, for
+// the schema inference's cache (shape.go): the compacted JSON's structure
+// and object keys (as written) with each string replaced by s, each
+// number by its Connect type's letter (numberLetter), true and false by b,
+// null by n.
+type compactor struct {
+	stack  []byte // the open brackets
+	shapes bool
+	shape  []byte // the last payload's shape, when shapes is set
+}
+
+// append appends src to dst with the insignificant whitespace removed and
+// everything else copied byte for byte: number literals as written
+// (199.00 stays 199.00), strings with their escapes, keys in their order,
+// nulls and empty containers. It validates as it goes, in one pass,
+// without recursion. On error dst holds a partial result and must be
+// truncated by the caller, and the shape is not valid.
 //
 // This is the lossless replacement for Debezium's Jackson round trip,
 // which rewrites numbers and drops nulls and empty arrays.
-func appendCompactJSON(dst, src, stack []byte) ([]byte, []byte, error) {
-	stack = stack[:0]
+func (c *compactor) append(dst, src []byte) ([]byte, error) {
+	c.stack, c.shape = c.stack[:0], c.shape[:0]
 	state := wantValue
 	i := 0
 	for {
 		i = skipSpace(src, i)
+		mark := len(dst) // what dst gains, the shape gains too (but for scalars)
 		switch state {
 		case wantKey:
 			if i >= len(src) || src[i] != '"' {
-				return dst, stack, errInvalidJSON
+				return dst, errInvalidJSON
 			}
 			end, ok := scanString(src, i)
 			colon := skipSpace(src, end)
 			if !ok || colon >= len(src) || src[colon] != ':' {
-				return dst, stack, errInvalidJSON
+				return dst, errInvalidJSON
 			}
 			dst = append(append(dst, src[i:end]...), ':')
 			i, state = colon+1, wantValue
 
 		case wantValue:
 			if i >= len(src) {
-				return dst, stack, errInvalidJSON
+				return dst, errInvalidJSON
 			}
 			// Scalars are scanned inline, not in a function of their
 			// own: they are most of a payload, and a call per value cost
 			// 10% in BenchmarkAppendCompactJSON.
-			end, ok := 0, true
+			end, ok, letter := 0, true, byte('s')
 			switch src[i] {
 			case '{':
-				dst, stack, i, state = appendOpen(dst, stack, src, i, '}', wantKey)
+				dst, c.stack, i, state = appendOpen(dst, c.stack, src, i, '}', wantKey)
+				c.mirror(dst[mark:])
 				continue
 			case '[':
-				dst, stack, i, state = appendOpen(dst, stack, src, i, ']', wantValue)
+				dst, c.stack, i, state = appendOpen(dst, c.stack, src, i, ']', wantValue)
+				c.mirror(dst[mark:])
 				continue
 			case '"':
 				end, ok = scanString(src, i)
 			case 't':
-				end, ok = i+4, hasLiteral(src, i, "true")
+				end, ok, letter = i+4, hasLiteral(src, i, "true"), 'b'
 			case 'f':
-				end, ok = i+5, hasLiteral(src, i, "false")
+				end, ok, letter = i+5, hasLiteral(src, i, "false"), 'b'
 			case 'n':
-				end, ok = i+4, hasLiteral(src, i, "null")
+				end, ok, letter = i+4, hasLiteral(src, i, "null"), 'n'
 			default:
 				end, ok = scanNumber(src, i)
+				if ok && c.shapes {
+					letter = numberLetter(src[i:end])
+				}
 			}
 			if !ok {
-				return dst, stack, errInvalidJSON
+				return dst, errInvalidJSON
 			}
 			dst = append(dst, src[i:end]...)
+			if c.shapes {
+				c.shape = append(c.shape, letter)
+			}
 			i, state = end, afterValue
+			continue
 
 		case afterValue:
-			if len(stack) == 0 {
+			if len(c.stack) == 0 {
 				if i != len(src) {
-					return dst, stack, errInvalidJSON // trailing data
+					return dst, errInvalidJSON // trailing data
 				}
-				return dst, stack, nil
+				return dst, nil
 			}
 			var ok bool
-			if dst, stack, i, state, ok = appendNext(dst, stack, src, i); !ok {
-				return dst, stack, errInvalidJSON
+			if dst, c.stack, i, state, ok = appendNext(dst, c.stack, src, i); !ok {
+				return dst, errInvalidJSON
 			}
 		}
+		c.mirror(dst[mark:])
+	}
+}
+
+// mirror adds to the shape what dst gained: brackets, commas, keys.
+func (c *compactor) mirror(b []byte) {
+	if c.shapes {
+		c.shape = append(c.shape, b...)
 	}
 }
 

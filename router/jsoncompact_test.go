@@ -23,7 +23,7 @@ func TestAppendCompactJSON(t *testing.T) {
 		{`"é😀"`, `"é😀"`},
 	}
 	for _, tt := range tests {
-		got, _, err := appendCompactJSON([]byte("prefix:"), []byte(tt.in), nil)
+		got, err := new(compactor).append([]byte("prefix:"), []byte(tt.in))
 		if err != nil {
 			t.Errorf("%q: %v", tt.in, err)
 			continue
@@ -39,7 +39,7 @@ func TestAppendCompactJSONInvalid(t *testing.T) {
 		``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `01`, `1.`, `.5`, `-`, `1e`, `+1`,
 		`tru`, `nul`, `"abc`, "\"a\nb\"", `"\x"`, `"\u12g4"`, `[1 2]`, `{} {}`, `1 2`, `NaN`, `'a'`, `[`, `["a":1]`,
 	} {
-		if got, _, err := appendCompactJSON(nil, []byte(in), nil); err == nil {
+		if got, err := new(compactor).append(nil, []byte(in)); err == nil {
 			t.Errorf("%q accepted as %q", in, got)
 		}
 		if json.Valid([]byte(in)) {
@@ -49,13 +49,14 @@ func TestAppendCompactJSONInvalid(t *testing.T) {
 }
 
 // TestAppendCompactJSONNoAllocs pins the hot path: with warm buffers the
-// compaction allocates nothing.
+// compaction allocates nothing, shapes written or not.
 func TestAppendCompactJSONNoAllocs(t *testing.T) {
 	src := []byte(`{"a": [1, {"b": [2, [3]]}], "c": "d"}`)
 	dst := make([]byte, 0, 256)
-	stack := make([]byte, 0, 16)
+	c := compactor{shapes: true}
 	allocs := testing.AllocsPerRun(100, func() {
-		dst, stack, _ = appendCompactJSON(dst[:0], src, stack)
+		dst, _ = c.append(dst[:0], src)
+		c.shapes = !c.shapes
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per run, want 0", allocs)
@@ -77,7 +78,7 @@ func FuzzExpandJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, _, err := appendCompactJSON(nil, in, nil)
+		out, err := new(compactor).append(nil, in)
 		valid := json.Valid(in)
 		if err != nil {
 			if valid {

@@ -28,15 +28,16 @@ type Router struct {
 	envelopeKeys   [][]byte // `,"<alias>":` per placement, for envelope ones
 	infer          schemaInference
 	shapes         shapeCache // inferred payload schemas by shape
+	columnSchemas  map[columnKey]*connectSchema
 
 	// Column-index hints, one per configured column (see Event.column).
 	hintID, hintKey, hintPayload, hintRoute, hintTimestamp, hintTrace int
 	hintPlacements                                                    []int
 
-	buf     []byte // arena for keys, values and header values of one Route call
-	scratch []byte // payload JSON before the schema is known
-	raw     []byte // decoded bytea
-	stack   []byte // open brackets while compacting JSON
+	buf     []byte    // arena for keys, values and header values of one Route call
+	scratch []byte    // payload JSON before the schema is known
+	raw     []byte    // decoded bytea
+	compact compactor // of expanded payloads, with their shapes for JsonConverter schemas
 	headers []Header
 
 	// A message's decoded fields (routeMessage), reused: the event and
@@ -72,6 +73,7 @@ func New(cfg Config, log *slog.Logger) (*Router, error) {
 			emptyAsStrings: cfg.JSONPayloadEmptyArrayBehavior == "optional_string"},
 		buf:     make([]byte, 0, 4096),
 		headers: make([]Header, 0, 8),
+		compact: compactor{shapes: cfg.ValueConverter == ConverterJSONWithSchema},
 	}
 	for i, p := range cfg.placements {
 		if p.kind == placeEnvelope {
@@ -400,7 +402,7 @@ func (r *Router) key(col *capture.Column) ([]byte, error) {
 		buf, err = appendJSONValue(buf, col, r.cfg.DecimalHandlingMode, &r.raw)
 	default:
 		buf = append(buf, `{"schema":`...)
-		buf = appendSchema(buf, columnSchema(col.OID, col.Nullable, r.cfg.DecimalHandlingMode), "")
+		buf = appendSchema(buf, r.columnSchema(col), "")
 		buf = append(buf, `,"payload":`...)
 		buf, err = appendJSONValue(buf, col, r.cfg.DecimalHandlingMode, &r.raw)
 		buf = append(buf, '}')
@@ -460,6 +462,7 @@ func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *capture.Colum
 		return append(dst, "null"...), false, nil
 	}
 	if ev.structured && payload.OID == oidJSONB {
+		r.compact.shape = r.compact.shape[:0]          // not compacted: no shape
 		return append(dst, payload.Text...), true, nil // a Struct: JSON already
 	}
 	if r.cfg.ExpandJSONPayload {
@@ -468,8 +471,7 @@ func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *capture.Colum
 				append(r.rowAttrs(ev, eid), slog.String("column", payload.Name))...)
 		} else {
 			start := len(dst)
-			out, stack, err := appendCompactJSON(dst, payload.Text, r.stack)
-			r.stack = stack
+			out, err := r.compact.append(dst, payload.Text)
 			if err == nil {
 				return out, true, nil
 			}
@@ -533,7 +535,7 @@ func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *capture.C
 	if err != nil {
 		return dst, err
 	}
-	schema := columnSchema(payload.OID, payload.Nullable, r.cfg.DecimalHandlingMode)
+	var schema *connectSchema
 	if expanded {
 		inferred, err := r.inferPayloadSchema(r.scratch)
 		if err == nil {
@@ -546,12 +548,14 @@ func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *capture.C
 			}
 		}
 	}
+	if schema == nil {
+		schema = r.columnSchema(payload)
+	}
 	if r.hasEnvelope {
 		envelope := &connectSchema{typ: "struct", name: r.envelopeSchemaName(ev.Table(), routeValue)}
 		envelope.fields = append(envelope.fields, schemaField{name: "payload", schema: schema})
 		err := r.eachEnvelopeField(ev, eid, func(i int, col *capture.Column) error {
-			fs := columnSchema(col.OID, col.Nullable, r.cfg.DecimalHandlingMode)
-			envelope.fields = append(envelope.fields, schemaField{name: r.cfg.placements[i].alias, schema: fs})
+			envelope.fields = append(envelope.fields, schemaField{name: r.cfg.placements[i].alias, schema: r.columnSchema(col)})
 			return nil
 		})
 		if err != nil {
@@ -575,11 +579,40 @@ func (r *Router) appendValueWithSchema(dst []byte, ev *Event, payload *capture.C
 	return append(dst, '}'), nil
 }
 
+// columnKey is what a column's schema depends on, decimal.handling.mode
+// being fixed for a Router.
+type columnKey struct {
+	oid      uint32
+	optional bool
+}
+
+// maxColumnSchemas bounds the cache of column schemas: a column's type
+// may be any type's OID.
+const maxColumnSchemas = 256
+
+// columnSchema is columnSchema for col, kept with its JSON (memo) per type
+// and nullability: a key or a payload left unexpanded has one schema, and
+// making it again cost two allocations per record. The schemas it returns
+// are shared: never changed.
+func (r *Router) columnSchema(col *capture.Column) *connectSchema {
+	k := columnKey{col.OID, col.Nullable}
+	if s, ok := r.columnSchemas[k]; ok {
+		return s
+	}
+	if r.columnSchemas == nil || len(r.columnSchemas) >= maxColumnSchemas {
+		r.columnSchemas = make(map[columnKey]*connectSchema)
+	}
+	s := columnSchema(col.OID, col.Nullable, r.cfg.DecimalHandlingMode)
+	s.memo = appendSchema(nil, s, "")
+	r.columnSchemas[k] = s
+	return s
+}
+
 // inferPayloadSchema is the schema Debezium infers for an expanded
 // payload, from the router's cache of payload shapes when it has seen the
 // shape before.
 func (r *Router) inferPayloadSchema(compact []byte) (*connectSchema, error) {
-	return r.shapes.lookup(compact, r.inferUncached)
+	return r.shapes.lookup(r.compact.shape, compact, r.inferUncached)
 }
 
 func (r *Router) inferUncached(compact []byte) (*connectSchema, error) {

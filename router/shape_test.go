@@ -2,7 +2,6 @@ package router
 
 import (
 	"bytes"
-	"encoding/json"
 	"reflect"
 	"strconv"
 	"testing"
@@ -32,24 +31,34 @@ func FuzzShapeSound(f *testing.F) {
 		f.Add([]byte(p[0]), []byte(p[1]))
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		var ca, cb bytes.Buffer
-		if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		ca, sa, erra := compactShape(a)
+		cb, sb, errb := compactShape(b)
+		if erra != nil || errb != nil || !bytes.Equal(sa, sb) {
 			return
 		}
-		sa, oka := appendShape(nil, ca.Bytes())
-		sb, okb := appendShape(nil, cb.Bytes())
-		if !oka || !okb {
-			t.Fatalf("appendShape refused valid JSON %q or %q", ca.Bytes(), cb.Bytes())
-		}
-		if !bytes.Equal(sa, sb) {
-			return
-		}
-		xa, ea := inferTree(ca.Bytes())
-		xb, eb := inferTree(cb.Bytes())
+		xa, ea := inferTree(ca)
+		xb, eb := inferTree(cb)
 		if (ea == nil) != (eb == nil) || !reflect.DeepEqual(xa, xb) {
-			t.Fatalf("shape %q: %q infers %+v (%v), %q infers %+v (%v)", sa, ca.Bytes(), xa, ea, cb.Bytes(), xb, eb)
+			t.Fatalf("shape %q: %q infers %+v (%v), %q infers %+v (%v)", sa, ca, xa, ea, cb, xb, eb)
 		}
 	})
+}
+
+// compactShape compacts src and returns it with its shape, as the router
+// does for a payload with JsonConverter schemas.
+func compactShape(src []byte) (compact, shape []byte, err error) {
+	c := compactor{shapes: true}
+	compact, err = c.append(nil, src)
+	return compact, c.shape, err
+}
+
+// lookupJSON looks src up in c as the router does: compacted, by its shape.
+func lookupJSON(c *shapeCache, src []byte, infer func([]byte) (*connectSchema, error)) (*connectSchema, error) {
+	compact, shape, err := compactShape(src)
+	if err != nil {
+		return nil, err
+	}
+	return c.lookup(shape, compact, infer)
 }
 
 // TestShapeCache: a second payload of a known shape is served from the
@@ -58,19 +67,19 @@ func TestShapeCache(t *testing.T) {
 	var c shapeCache
 	calls := 0
 	infer := func(src []byte) (*connectSchema, error) { calls++; return inferTree(src) }
-	first, err := c.lookup([]byte(`{"a":1,"b":"x"}`), infer)
+	first, err := lookupJSON(&c, []byte(`{"a":1,"b":"x"}`), infer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, _ := c.lookup([]byte(`{"a":7,"b":"other"}`), infer)
+	second, _ := lookupJSON(&c, []byte(`{"a":7,"b":"other"}`), infer)
 	if calls != 1 || second != first {
 		t.Fatalf("same shape: %d inferences, schemas %p %p", calls, first, second)
 	}
-	if _, _ = c.lookup([]byte(`{"a":7.5,"b":"x"}`), infer); calls != 2 {
+	if _, _ = lookupJSON(&c, []byte(`{"a":7.5,"b":"x"}`), infer); calls != 2 {
 		t.Fatalf("a double where an int32 was: %d inferences, want 2", calls)
 	}
 	for i := range maxShapes + 10 {
-		_, _ = c.lookup([]byte(`{"k`+strconv.Itoa(i)+`":1}`), infer)
+		_, _ = lookupJSON(&c, []byte(`{"k`+strconv.Itoa(i)+`":1}`), infer)
 	}
 	// 2 shapes before, then maxShapes+10: the cache is full at the
 	// (maxShapes-2)th and starts over with it.
@@ -103,7 +112,7 @@ func TestShapeCacheBoundedByBytes(t *testing.T) {
 	infer := func(src []byte) (*connectSchema, error) { calls++; return inferTree(src) }
 	huge := wideObject("field_", 10000)
 	for range 3 {
-		s, err := c.lookup(huge, infer)
+		s, err := lookupJSON(&c, huge, infer)
 		if err != nil || s == nil || len(s.fields) != 10000 {
 			t.Fatalf("a 10,000-key payload: %v, %v", s, err)
 		}
@@ -118,13 +127,13 @@ func TestShapeCacheBoundedByBytes(t *testing.T) {
 	for ; ; n *= 2 {
 		s, _ := inferTree(wideObject("a0_", n*2))
 		s.memo = appendSchema(nil, s, "")
-		shape, _ := appendShape(nil, wideObject("a0_", n*2))
+		_, shape, _ := compactShape(wideObject("a0_", n*2))
 		if shapeBytes(shape, s, nil) > maxShapeEntry {
 			break
 		}
 	}
 	mid := wideObject("a0_", n)
-	shape, _ := appendShape(nil, mid)
+	_, shape, _ := compactShape(mid)
 	s, _ := inferTree(mid)
 	s.memo = appendSchema(nil, s, "")
 	size := shapeBytes(shape, s, nil)
@@ -133,7 +142,7 @@ func TestShapeCacheBoundedByBytes(t *testing.T) {
 	}
 	peakEntries, peakBytes := 0, 0
 	for i := range 120 {
-		_, _ = c.lookup(wideObject("a"+strconv.Itoa(i)+"_", n), infer)
+		_, _ = lookupJSON(&c, wideObject("a"+strconv.Itoa(i)+"_", n), infer)
 		peakEntries, peakBytes = max(peakEntries, len(c.schemas)), max(peakBytes, c.bytes)
 	}
 	if peakBytes > maxShapeBytes || peakEntries > maxShapeBytes/size || peakEntries < maxShapeBytes/size/2 {
@@ -142,8 +151,27 @@ func TestShapeCacheBoundedByBytes(t *testing.T) {
 	// The kept entries are served from the cache.
 	before := calls
 	last := wideObject("a119_", n)
-	if _, _ = c.lookup(last, infer); calls != before {
+	if _, _ = lookupJSON(&c, last, infer); calls != before {
 		t.Errorf("a kept shape was inferred again")
 	}
 	t.Logf("entries of %d fields, %d bytes each: at most %d kept (%d bytes)", n, size, peakEntries, peakBytes)
+}
+
+// FuzzNumberLetter: numberLetter's shortcuts by digit count give the
+// letter of numberType, which parses, for every JSON number.
+func FuzzNumberLetter(f *testing.F) {
+	for _, s := range []string{"0", "-0", "7", "123456789", "-123456789", "1234567890", "2147483647", "2147483648",
+		"-2147483648", "-2147483649", "99999999999", "999999999999999999", "9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "-9223372036854775809", "12345678901234567890", "1.5", "-2e3", "1E+2"} {
+		f.Add(s)
+	}
+	letters := map[string]byte{"int32": 'i', "int64": 'l', "double": 'd'}
+	f.Fuzz(func(t *testing.T, lit string) {
+		if end, ok := scanNumber([]byte(lit), 0); !ok || end != len(lit) {
+			return
+		}
+		if got, want := numberLetter([]byte(lit)), letters[numberType(lit)]; got != want {
+			t.Fatalf("numberLetter(%s) = %c, numberType says %c", lit, got, want)
+		}
+	})
 }
