@@ -236,6 +236,30 @@ func TestSubjectNameStrategies(t *testing.T) {
 	}
 }
 
+// Schema ids are kept by topic (the subject's name is built only on a
+// miss): one schema on two topics is registered under each topic's
+// subject, and each record carries its own subject's id; a payload that
+// does not fit, once the id is known, is poison naming its subject.
+func TestOneSchemaTwoTopics(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	c := newConverter(t, Config{Value: testSide(reg.URL(), false)})
+	for _, topic := range []string{"orders", "payments", "orders"} {
+		rec := record(topic, "e1", nil, envelope(orderSchema, `{"id":1}`))
+		if err := c.Convert(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := wire(t, rec.Value)
+		if want, _ := registeredID(t, reg, topic+"-value"); id != want {
+			t.Errorf("%s: schema id %d, want %d (%s-value's)", topic, id, want, topic)
+		}
+	}
+	err := c.Convert(context.Background(), record("payments", "e2", nil, envelope(orderSchema, `"bad one"`)))
+	if err == nil || !strings.Contains(err.Error(), "payments-value") {
+		t.Errorf("a payload that does not fit: %v; want a poison error naming subject payments-value", err)
+	}
+}
+
 // answer makes reg answer every registry request with status and body.
 func answer(reg *srfake.Registry, status int, code int, msg string) {
 	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {

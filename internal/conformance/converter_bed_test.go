@@ -59,7 +59,10 @@ func TestConformanceConverters(t *testing.T) {
 						t.Errorf("%s: want the relay to stop with %q, as %s fails the task; got %v (%s)", v.Case.ID, want, class, v.Err, v.Summary())
 					} else {
 						t.Logf("%-34s stopped as %s stops: %q", v.Case.ID, class, want)
-						fmt.Fprintf(&report, "| `%s` | %d / – | stopped, as %s stops: %q |\n", v.Case.ID, v.Debezium, class, want)
+						// The JsonConverter side's count is left out: the run
+						// stops before it finishes reading (it read 0 or 3
+						// records of 19-unicode in two runs of one tree).
+						fmt.Fprintf(&report, "| `%s` | – / – | stopped, as %s stops: %q |\n", v.Case.ID, class, want)
 					}
 					continue
 				}
