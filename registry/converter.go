@@ -65,9 +65,11 @@ type side struct {
 type compiled struct {
 	codec Codec
 	err   error
-	// ids maps a topic to the schema's id under the topic's subject: the
-	// subject depends on the topic alone for one side and one schema, and
-	// keying by topic spares building the subject's name per record.
+	// ids maps what the subject depends on besides the side and the
+	// schema, the topic ("" with RecordNameStrategy: the subject is the
+	// schema's name), to the schema's id under that subject: keyed so, a
+	// known id needs no subject's name built per record, and one subject
+	// is asked once (Confluent's caches are keyed by subject).
 	ids map[string]knownID
 }
 
@@ -152,7 +154,11 @@ func (s *side) convert(ctx context.Context, c *Converter, rec *router.Record, en
 	if name == "" && s.cfg.Strategy != TopicName {
 		return nil, s.poison(rec, "", s.unnamed())
 	}
-	known, ok := comp.ids[rec.Topic]
+	idKey := rec.Topic
+	if s.cfg.Strategy == RecordName {
+		idKey = "" // the subject is the schema's name, whatever the topic
+	}
+	known, ok := comp.ids[idKey]
 	if ok && !known.expires.IsZero() && !time.Now().Before(known.expires) {
 		ok = false
 	}
@@ -166,7 +172,7 @@ func (s *side) convert(ctx context.Context, c *Converter, rec *router.Record, en
 		if s.cfg.UseLatest && s.cfg.LatestTTL >= 0 {
 			known.expires = time.Now().Add(s.cfg.LatestTTL)
 		}
-		comp.ids[rec.Topic] = known
+		comp.ids[idKey] = known
 	}
 	start := len(c.buf)
 	c.buf = append(c.buf, 0, 0, 0, 0, 0)

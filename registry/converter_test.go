@@ -260,6 +260,55 @@ func TestOneSchemaTwoTopics(t *testing.T) {
 	}
 }
 
+// Regression (review of the ids kept by topic): with RecordNameStrategy
+// the subject is the schema's name whatever the topic, but the ids were
+// kept per topic: one schema on four topics was registered four times,
+// and with use.latest.version and latest.cache.ttl.sec=-1 a known schema
+// on a new topic asked the registry again and became poison once the
+// subject had a newer version. Confluent's caches are by subject.
+func TestRecordNameOneSubjectAcrossTopics(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	var posts atomic.Int64
+	reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		return false
+	})
+	s := testSide(reg.URL(), false)
+	s.Strategy = RecordName
+	c := newConverter(t, Config{Value: s})
+	for _, topic := range []string{"a", "b", "c", "d"} {
+		if err := c.Convert(context.Background(), record(topic, "e1", nil, envelope(orderSchema, `{"id":1}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if posts.Load() != 1 {
+		t.Errorf("one schema, one subject (Order), four topics: %d registrations, want 1", posts.Load())
+	}
+
+	latest := testSide(reg.URL(), false)
+	latest.Strategy = RecordName
+	latest.AutoRegister, latest.UseLatest, latest.LatestTTL = false, true, -1
+	c = newConverter(t, Config{Value: latest})
+	rec := record("orders", "e2", nil, envelope(orderSchema, `{"id":1}`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := wire(t, rec.Value)
+	if _, _, err := reg.RegisterSchema("Order", sr.Schema{Schema: `{"test":"struct","name":"Newer"}`, Type: sr.TypeJSON}); err != nil {
+		t.Fatal(err)
+	}
+	rec = record("payments", "e3", nil, envelope(orderSchema, `{"id":1}`))
+	if err := c.Convert(context.Background(), rec); err != nil {
+		t.Fatalf("subject Order's latest version kept for the process's life, a new topic: %v", err)
+	}
+	if got, _ := wire(t, rec.Value); got != id {
+		t.Errorf("a new topic: schema id %d, want the subject's known %d", got, id)
+	}
+}
+
 // answer makes reg answer every registry request with status and body.
 func answer(reg *srfake.Registry, status int, code int, msg string) {
 	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {

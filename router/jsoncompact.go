@@ -2,7 +2,7 @@ package router
 
 import "errors"
 
-// errInvalidJSON is returned by appendCompactJSON for text that is not one
+// errInvalidJSON is returned by (*compactor).append for text that is not one
 // JSON value. Only a text or varchar payload can hit it: PostgreSQL
 // validates json and jsonb on input.
 var errInvalidJSON = errors.New("not valid JSON")

@@ -462,7 +462,9 @@ func (r *Router) appendPayloadJSON(dst []byte, ev *Event, payload *capture.Colum
 		return append(dst, "null"...), false, nil
 	}
 	if ev.structured && payload.OID == oidJSONB {
-		r.compact.shape = r.compact.shape[:0]          // not compacted: no shape
+		// Not compacted: no shape. (JsonConverter schemas, which use the
+		// shape, are refused with messages: Config.validateMessages.)
+		r.compact.shape = r.compact.shape[:0]
 		return append(dst, payload.Text...), true, nil // a Struct: JSON already
 	}
 	if r.cfg.ExpandJSONPayload {
