@@ -237,26 +237,45 @@ func TestSubjectNameStrategies(t *testing.T) {
 }
 
 // Schema ids are kept by topic (the subject's name is built only on a
-// miss): one schema on two topics is registered under each topic's
-// subject, and each record carries its own subject's id; a payload that
-// does not fit, once the id is known, is poison naming its subject.
+// miss): with TopicNameStrategy and TopicRecordNameStrategy one schema on
+// two topics is registered under each topic's subject, once each for three
+// records, and a payload that does not fit, once the id is known, is
+// poison naming its own topic's subject. (srfake, as Confluent's registry,
+// gives one schema one id in every subject: the ids cannot tell.)
 func TestOneSchemaTwoTopics(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	c := newConverter(t, Config{Value: testSide(reg.URL(), false)})
-	for _, topic := range []string{"orders", "payments", "orders"} {
-		rec := record(topic, "e1", nil, envelope(orderSchema, `{"id":1}`))
-		if err := c.Convert(context.Background(), rec); err != nil {
-			t.Fatal(err)
+	for _, tt := range []struct {
+		strategy Strategy
+		suffix   string
+	}{{TopicName, "-value"}, {TopicRecordName, "-Order"}} {
+		reg := srfake.New()
+		defer reg.Close()
+		var posts atomic.Int64
+		reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool {
+			if r.Method == http.MethodPost {
+				posts.Add(1)
+			}
+			return false
+		})
+		s := testSide(reg.URL(), false)
+		s.Strategy = tt.strategy
+		c := newConverter(t, Config{Value: s})
+		for _, topic := range []string{"orders", "payments", "orders"} {
+			rec := record(topic, "e1", nil, envelope(orderSchema, `{"id":1}`))
+			if err := c.Convert(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			id, _ := wire(t, rec.Value)
+			if want, _ := registeredID(t, reg, topic+tt.suffix); id != want {
+				t.Errorf("%v %s: schema id %d, want %d (%s%s's)", tt.strategy, topic, id, want, topic, tt.suffix)
+			}
 		}
-		id, _ := wire(t, rec.Value)
-		if want, _ := registeredID(t, reg, topic+"-value"); id != want {
-			t.Errorf("%s: schema id %d, want %d (%s-value's)", topic, id, want, topic)
+		if posts.Load() != 2 {
+			t.Errorf("%v: %d registrations for two topics' subjects, want 2", tt.strategy, posts.Load())
 		}
-	}
-	err := c.Convert(context.Background(), record("payments", "e2", nil, envelope(orderSchema, `"bad one"`)))
-	if err == nil || !strings.Contains(err.Error(), "payments-value") {
-		t.Errorf("a payload that does not fit: %v; want a poison error naming subject payments-value", err)
+		err := c.Convert(context.Background(), record("payments", "e2", nil, envelope(orderSchema, `"bad one"`)))
+		if err == nil || !strings.Contains(err.Error(), "payments"+tt.suffix) {
+			t.Errorf("%v: a payload that does not fit: %v; want a poison error naming subject payments%s", tt.strategy, err, tt.suffix)
+		}
 	}
 }
 

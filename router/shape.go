@@ -74,8 +74,8 @@ func (c *shapeCache) lookup(shape, compact []byte, infer func([]byte) (*connectS
 
 // numberLetter is a JSON number literal's letter in a shape: its Connect
 // type (numberType) as i (int32), l (int64) or d (double). An integer of
-// at most 9 digits is an int32 and one of 11 to 18 an int64, whatever
-// they are; only the others are parsed.
+// at most 9 digits is an int32, one of 11 to 18 an int64 and one of 20 or
+// more a double, whatever they are; only those of 10 or 19 are parsed.
 func numberLetter(lit []byte) byte {
 	digits := len(lit)
 	for i, c := range lit {
@@ -91,6 +91,8 @@ func numberLetter(lit []byte) byte {
 		return 'i'
 	case digits >= 11 && digits <= 18:
 		return 'l'
+	case digits >= 20: // past int64 (JSON has no leading zeros); parsing it allocated an error
+		return 'd'
 	}
 	switch numberType(string(lit)) {
 	case "int32":
