@@ -249,13 +249,7 @@ func TestOneSchemaTwoTopics(t *testing.T) {
 	}{{TopicName, "-value"}, {TopicRecordName, "-Order"}} {
 		reg := srfake.New()
 		defer reg.Close()
-		var posts atomic.Int64
-		reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool {
-			if r.Method == http.MethodPost {
-				posts.Add(1)
-			}
-			return false
-		})
+		n := countRegistrations(reg)
 		s := testSide(reg.URL(), false)
 		s.Strategy = tt.strategy
 		c := newConverter(t, Config{Value: s})
@@ -269,8 +263,8 @@ func TestOneSchemaTwoTopics(t *testing.T) {
 				t.Errorf("%v %s: schema id %d, want %d (%s%s's)", tt.strategy, topic, id, want, topic, tt.suffix)
 			}
 		}
-		if posts.Load() != 2 {
-			t.Errorf("%v: %d registrations for two topics' subjects, want 2", tt.strategy, posts.Load())
+		if len(n.m) != 2 || n.m["orders"+tt.suffix+` {"test":"struct","name":"Order"}`] != 1 || n.m["payments"+tt.suffix+` {"test":"struct","name":"Order"}`] != 1 {
+			t.Errorf("%v: registrations %v, want one under each topic's subject", tt.strategy, n.m)
 		}
 		err := c.Convert(context.Background(), record("payments", "e2", nil, envelope(orderSchema, `"bad one"`)))
 		if err == nil || !strings.Contains(err.Error(), "payments"+tt.suffix) {
@@ -288,13 +282,7 @@ func TestOneSchemaTwoTopics(t *testing.T) {
 func TestRecordNameOneSubjectAcrossTopics(t *testing.T) {
 	reg := srfake.New()
 	defer reg.Close()
-	var posts atomic.Int64
-	reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool {
-		if r.Method == http.MethodPost {
-			posts.Add(1)
-		}
-		return false
-	})
+	n := countRegistrations(reg)
 	s := testSide(reg.URL(), false)
 	s.Strategy = RecordName
 	c := newConverter(t, Config{Value: s})
@@ -303,8 +291,8 @@ func TestRecordNameOneSubjectAcrossTopics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if posts.Load() != 1 {
-		t.Errorf("one schema, one subject (Order), four topics: %d registrations, want 1", posts.Load())
+	if len(n.m) != 1 || n.m[`Order {"test":"struct","name":"Order"}`] != 1 {
+		t.Errorf("one schema, one subject (Order), four topics: registrations %v, want 1", n.m)
 	}
 
 	latest := testSide(reg.URL(), false)
